@@ -1,0 +1,198 @@
+"""The one incremental engine behind every face of logphase (parse, follow, library, oracle).
+
+    bytes (any chunking) -> LineSplitter -> envelope -> records / classify -> PhaseMachine -> Report
+
+``feed`` returns the events the new bytes completed; ``finish`` flushes the held partial line and
+open multi-line records; ``report`` describes the state at any moment without changing it.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+
+from logphase import events as ev
+from logphase.classify import classify, foreign_source
+from logphase.lines import LineSplitter, LogicalLine
+from logphase.machine import PhaseMachine
+from logphase.prefix import split_envelope
+from logphase.records import RecordAssembler, opens_record
+from logphase.report import LinesReport, Report, build_report
+
+# Raw text kept on an event; the rest of a long line is reachable through its line number.
+MAX_RAW_CHARS = 2000
+KEEP_UNRECOGNIZED = 200
+
+
+class Engine:
+    def __init__(
+        self,
+        source: str = "<stream>",
+        since: str | None = None,
+        on_unrecognized: Callable[[LogicalLine], None] | None = None,
+    ) -> None:
+        self.source = source
+        self._splitter = LineSplitter()
+        self._records = RecordAssembler()
+        self._machine = PhaseMachine()
+        self._since = normalize_time(since) if since else None
+        self._gate_open = self._since is None
+        self._last_ts: str | None = None
+        self._on_unrecognized = on_unrecognized
+        self.unrecognized_sample: list[tuple[int, str]] = []
+        self._counts = {"events": 0, "unrecognized": 0, "blank": 0, "ignored": 0, "truncated": 0}
+        self._truncated_line: int | None = None
+        self._finished = False
+
+    # -- public face ------------------------------------------------------------------------------
+
+    def feed(self, data: bytes) -> list[ev.EventBase]:
+        if self._finished:
+            raise RuntimeError("Engine.feed() after finish()")
+        out: list[ev.EventBase] = []
+        for line in self._splitter.feed(data):
+            self._line(line, out)
+        return out
+
+    def finish(self) -> list[ev.EventBase]:
+        if self._finished:
+            return []
+        out: list[ev.EventBase] = []
+        for line in self._splitter.finish():
+            self._line(line, out)
+        for event in self._records.close_all():
+            self._emit(event, out)
+        self._finished = True
+        return out
+
+    def report(self, expect: dict[str, str] | None = None) -> Report:
+        machine = self._machine
+        pending = self._records.peek_all()
+        if pending:
+            # an open traceback counts already (a killed process never finishes its record)
+            machine = copy.deepcopy(machine)
+            for event in pending:
+                machine.feed(event)
+        stats = self._splitter.stats
+        c = self._counts
+        lines = LinesReport(
+            total=c["events"] + c["unrecognized"] + c["blank"] + c["ignored"] + c["truncated"],
+            events=c["events"],
+            unrecognized=c["unrecognized"],
+            blank=c["blank"],
+            ignored=c["ignored"],
+            truncated=c["truncated"],
+            physical=stats.physical,
+            invalid_utf8=stats.invalid_utf8,
+            overlong=stats.overlong,
+        )
+        return build_report(machine, lines, self.source, expect, self._truncated_line)
+
+    @property
+    def bytes_seen(self) -> int:
+        return self._splitter.bytes_seen
+
+    # -- per line -------------------------------------------------------------------------------
+
+    def _line(self, line: LogicalLine, out: list[ev.EventBase]) -> None:
+        text = line.text
+        if not text.strip():
+            consumed, closed = self._records.offer(split_envelope(""), line.lineno, False)
+            for event in closed:
+                self._emit(event, out)
+            if consumed:
+                self._counts["events"] += 1
+            else:
+                self._counts["blank"] += 1
+            return
+        env = split_envelope(text)
+        if env.ts is not None:
+            if not self._gate_open and env.ts >= self._since:  # type: ignore[operator]
+                self._gate_open = True
+            self._last_ts = env.ts
+        if not self._gate_open:
+            self._counts["ignored"] += 1
+            return
+        if line.partial:
+            meta = self._meta(line, env)
+            event = classify(env, meta)
+            if isinstance(event, ev.ProgressBar):
+                self._emit(event, out)
+                self._counts["events"] += 1
+            else:
+                self._counts["truncated"] += 1
+                self._truncated_line = line.lineno
+            return
+        foreign = foreign_source(env)
+        consumed, closed = self._records.offer(env, line.lineno, foreign)
+        for event in closed:
+            self._emit(event, out)
+        if consumed:
+            self._counts["events"] += 1
+            return
+        meta = self._meta(line, env)
+        record = opens_record(env, {k: v for k, v in meta.items() if k != "raw_message"})
+        if record is not None:
+            record.last_line = line.lineno
+            for event in self._records.start(env.torch_rank, record):
+                self._emit(event, out)
+            self._counts["events"] += 1
+            return
+        event = classify(env, meta)
+        if event is None:
+            self._counts["unrecognized"] += 1
+            if len(self.unrecognized_sample) < KEEP_UNRECOGNIZED:
+                self.unrecognized_sample.append((line.lineno, text[:300]))
+            if self._on_unrecognized is not None:
+                self._on_unrecognized(line)
+            return
+        self._counts["events"] += 1
+        self._emit(event, out)
+
+    def _meta(self, line: LogicalLine, env: object) -> dict[str, object]:
+        e = env  # Envelope
+        ts = e.ts  # type: ignore[attr-defined]
+        return {
+            "line": line.lineno,
+            "offset": line.offset,
+            "raw": line.text[:MAX_RAW_CHARS],
+            "ts": ts if ts is not None else self._last_ts,
+            "ts_inherited": ts is None and self._last_ts is not None,
+            "rank": e.rank,  # type: ignore[attr-defined]
+            "raw_message": e.message,  # type: ignore[attr-defined]
+        }
+
+    def _emit(self, event: ev.EventBase, out: list[ev.EventBase]) -> None:
+        self._machine.feed(event)
+        out.append(event)
+
+
+def normalize_time(text: str) -> str:
+    """'2026-05-09 09:20:26' or '2026-05-09T09:20' -> '2026-05-09T09:20:26' style, comparable as text."""
+    from datetime import datetime
+
+    value = datetime.fromisoformat(text.strip().replace(" ", "T", 1))
+    return value.isoformat(timespec="seconds") if value.microsecond == 0 else value.isoformat()
+
+
+def parse_bytes(data: bytes, source: str = "<bytes>", expect: dict[str, str] | None = None, since: str | None = None) -> Report:
+    engine = Engine(source=source, since=since)
+    engine.feed(data)
+    engine.finish()
+    return engine.report(expect)
+
+
+def parse_text(text: str, source: str = "<text>", expect: dict[str, str] | None = None, since: str | None = None) -> Report:
+    return parse_bytes(text.encode("utf-8", errors="surrogateescape"), source, expect, since)
+
+
+BLOCK_SIZE = 1 << 20
+
+
+def parse_file(path: str, expect: dict[str, str] | None = None, since: str | None = None) -> Report:
+    engine = Engine(source=path, since=since)
+    with open(path, "rb") as handle:
+        while block := handle.read(BLOCK_SIZE):
+            engine.feed(block)
+    engine.finish()
+    return engine.report(expect)

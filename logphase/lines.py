@@ -1,0 +1,214 @@
+"""Stage 1: bytes in any chunking -> logical lines.
+
+A logical line is what one writer meant as one line. Physical lines are split on ``\\n``, ``\\r\\n``
+and bare ``\\r`` (tqdm redraws); a timestamp prefix found in the middle of a line starts a new
+logical line (two ranks glued together by unbuffered writes). ANSI colour codes are removed and
+invalid UTF-8 is replaced and counted. Line numbers count ``\\n`` only, as ``grep -n`` does, so
+segments split off by ``\\r`` or by a glued prefix share the number of their physical line.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from logphase.grammars import terminal_pattern
+
+# Longest line handed to the later stages. Real SGLang lines reach ~250 kB (request dumps), so
+# this is about cost, not correctness: nothing downstream needs more than the head of a line.
+MAX_LINE_BYTES = 64 * 1024
+
+_ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+
+
+def _glued_prefix_pattern() -> re.Pattern[bytes]:
+    # The timestamp syntax comes from grammars/common.lark so that there is one definition of it.
+    timestamp = terminal_pattern("prefix", "TIMESTAMP")
+    return re.compile(rb"\[" + timestamp.encode() + rb"[ \]]")
+
+
+class LogicalLine(NamedTuple):
+    lineno: int
+    offset: int
+    text: str
+    partial: bool = False  # the input ended before this line's terminator
+
+
+@dataclass
+class LineStats:
+    physical: int = 0
+    logical: int = 0
+    invalid_utf8: int = 0
+    overlong: int = 0
+    dropped_bytes: int = 0
+
+
+class LineSplitter:
+    """Incremental splitter. ``feed`` returns the lines completed by the new bytes; ``finish``
+    returns the held partial last line, if any. The output never depends on the chunking."""
+
+    def __init__(self, max_line: int = MAX_LINE_BYTES) -> None:
+        self._max_line = max_line
+        self._held = bytearray()
+        self._held_offset = 0  # absolute offset of the first held byte
+        self._held_overflow = 0  # bytes of the held line dropped past max_line
+        self._lineno = 1
+        # whether the current physical line (since the last \n) already produced a segment
+        self._line_has_content = False
+        self._line_start = 0  # absolute offset of the current physical line
+        self._overflow_ends_cr = False  # the dropped tail of the held line ends with \r
+        self._glued = _glued_prefix_pattern()
+        self.stats = LineStats()
+
+    @property
+    def bytes_seen(self) -> int:
+        return self._held_offset + len(self._held) + self._held_overflow
+
+    def feed(self, data: bytes) -> list[LogicalLine]:
+        if not data:
+            return []
+        out: list[LogicalLine] = []
+        if self._held_overflow:
+            if self._overflow_ends_cr:
+                # the last dropped byte was a \r terminator: give it back to the input
+                self._held_overflow -= 1
+                self._overflow_ends_cr = False
+                data = b"\r" + data
+            first_end = _first_terminator(data)
+            if first_end < 0:
+                self._held_overflow += len(data)
+                return []
+            # the overlong line ends here: keep its head, drop the rest up to the terminator
+            self.stats.dropped_bytes += self._held_overflow + first_end
+            self.stats.overlong += 1
+            out.extend(self._emit_segments(bytes(self._held), self._held_offset))
+            self._held_offset += len(self._held) + self._held_overflow + first_end
+            self._held = bytearray()
+            self._held_overflow = 0
+            data = data[first_end:]
+        elif self._held.endswith(b"\r"):
+            # the held line ended with a \r that was waiting for its \n: look at both together
+            data = bytes(self._held) + data
+            self._held = bytearray()
+        cut = max(data.rfind(b"\n"), data.rfind(b"\r"))
+        if cut == len(data) - 1 and data[cut] == 0x0D:
+            # a trailing \r may be the first half of \r\n: wait for the next byte
+            cut = max(data.rfind(b"\n", 0, cut), data.rfind(b"\r", 0, cut))
+        if cut < 0:
+            self._hold(data)
+            return out
+        block = bytes(self._held) + data[: cut + 1] if self._held else data[: cut + 1]
+        offset = self._held_offset
+        self._held = bytearray()
+        self._held_offset = offset + len(block)
+        out.extend(self._split_block(block, offset))
+        self._hold(data[cut + 1 :])
+        return out
+
+    def finish(self) -> list[LogicalLine]:
+        """Flush the held partial line; its segments are marked ``partial``."""
+        if not self._held and not self._held_overflow:
+            return []
+        ends_with_cr = self._held.endswith(b"\r") and not self._held_overflow
+        if self._held_overflow:
+            ends_with_cr = self._overflow_ends_cr
+            self.stats.overlong += 1
+            self.stats.dropped_bytes += self._held_overflow - int(self._overflow_ends_cr)
+            self._overflow_ends_cr = False
+        text = bytes(self._held)
+        segments = self._emit_segments(text, self._held_offset)
+        self._held_offset += len(self._held) + self._held_overflow
+        self._held = bytearray()
+        self._held_overflow = 0
+        if not segments and not self._line_has_content:
+            return []
+        self.stats.physical += 1
+        if ends_with_cr:
+            return segments
+        return segments[:-1] + [segments[-1]._replace(partial=True)] if segments else []
+
+    # -- internals -------------------------------------------------------------------------------
+
+    def _hold(self, data: bytes) -> None:
+        if not data:
+            return
+        # a held \r (waiting to see if \n follows) is a terminator, not part of the line
+        lead = 1 if self._held[:1] == b"\r" or (not self._held and data[:1] == b"\r") else 0
+        room = self._max_line + lead - len(self._held)
+        if len(data) > room:
+            self._held += data[: max(room, 0)]
+            self._held_overflow += len(data) - max(room, 0)
+            self._overflow_ends_cr = data.endswith(b"\r")
+        else:
+            self._held += data
+
+    def _split_block(self, block: bytes, offset: int) -> list[LogicalLine]:
+        """``block`` ends with a terminator. Complete physical lines end with \n; a tail that
+        ends with a bare \r belongs to a physical line whose \n has not arrived yet."""
+        out: list[LogicalLine] = []
+        pieces = block.split(b"\n")
+        tail = pieces.pop()
+        pos = offset
+        for piece in pieces:
+            if piece.endswith(b"\r"):
+                piece = piece[:-1]
+            segments = self._emit_segments(piece, pos)
+            if not segments and not self._line_has_content:
+                self.stats.logical += 1
+                segments = [LogicalLine(self._lineno, self._line_start, "")]
+            out.extend(segments)
+            self.stats.physical += 1
+            pos = _advance(block, pos + len(piece), offset)
+            self._lineno += 1
+            self._line_has_content = False
+            self._line_start = pos
+        if tail:
+            out.extend(self._emit_segments(tail, pos))
+        return out
+
+    def _emit_segments(self, piece: bytes, offset: int) -> list[LogicalLine]:
+        out: list[LogicalLine] = []
+        parts = piece.split(b"\r") if b"\r" in piece else [piece]
+        pos = offset
+        for part in parts:
+            if part:
+                for seg_offset, seg in self._unglue(part, pos):
+                    out.append(LogicalLine(self._lineno, seg_offset, self._decode(seg)))
+            pos += len(part) + 1
+        if out:
+            self._line_has_content = True
+            self.stats.logical += len(out)
+        return out
+
+    def _unglue(self, part: bytes, offset: int) -> list[tuple[int, bytes]]:
+        if len(part) > self._max_line:
+            self.stats.overlong += 1
+            self.stats.dropped_bytes += len(part) - self._max_line
+            part = part[: self._max_line]
+        if b"\x1b" in part:
+            part = _ANSI.sub(b"", part)
+        if part.find(b"[", 1) < 0:
+            return [(offset, part)]
+        starts = [m.start() for m in self._glued.finditer(part, 1)]
+        if not starts:
+            return [(offset, part)]
+        bounds = [0, *starts, len(part)]
+        return [(offset + a, part[a:b]) for a, b in zip(bounds, bounds[1:]) if b > a]
+
+    def _decode(self, data: bytes) -> str:
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            self.stats.invalid_utf8 += 1
+            return data.decode("utf-8", errors="replace")
+
+
+def _first_terminator(data: bytes) -> int:
+    hits = [i for i in (data.find(b"\n"), data.find(b"\r")) if i >= 0]
+    return min(hits) if hits else -1
+
+
+def _advance(block: bytes, pos: int, offset: int) -> int:
+    """Position just past the \n that ends the physical line at ``pos``."""
+    return offset + block.index(b"\n", pos - offset) + 1

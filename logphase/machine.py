@@ -1,0 +1,297 @@
+"""Stage 3: the phase machine. Folds events into runs, ranks, phases, failures and facts.
+
+Driven by the table in ``phases.py``. Per rank, a phase is entered on its first evidence and
+closed by its end marker or by the rank entering a later phase. The server's phase is the
+furthest any rank of the run has entered. A new run starts at a second ``server_args=`` dump,
+at a phase marker going backwards after the run finished, or when timestamps jump back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from logphase import events as ev
+from logphase.diagnosis import Assessment, Severity, assess
+from logphase.phases import PHASE_ORDER, SCHEDULER_KINDS, TRANSITIONS, Phase, Role, Transition, transition_key
+
+# A timestamp this far behind the latest one seen means another run's lines, not interleaving.
+CLOCK_JUMP_BACK_S = 120.0
+_WARMUP_PATHS = ("/model_info", "/get_model_info", "/generate", "/encode", "/v1/chat/completions", "/health")
+
+
+def seconds_between(a: str | None, b: str | None) -> float | None:
+    if a is None or b is None:
+        return None
+    return round((_parse_ts(b) - _parse_ts(a)).total_seconds(), 3)
+
+
+_TS_CACHE: dict[str, datetime] = {}
+
+
+def _parse_ts(ts: str) -> datetime:
+    value = _TS_CACHE.get(ts)
+    if value is None:
+        if len(_TS_CACHE) > 4096:
+            _TS_CACHE.clear()
+        value = _TS_CACHE[ts] = datetime.fromisoformat(ts)
+    return value
+
+
+@dataclass
+class Span:
+    start: str | None
+    start_line: int
+    end: str | None = None
+    end_line: int | None = None
+
+
+@dataclass
+class Track:
+    """One rank (or the main process, key None): the phases it entered."""
+
+    phase: Phase | None = None
+    spans: dict[Phase, Span] = field(default_factory=dict)
+
+    def enter(self, phase: Phase, ts: str | None, line: int) -> None:
+        if self.phase is not None and self.phase in self.spans:
+            current = self.spans[self.phase]
+            if current.end is None and current.end_line is None:
+                current.end, current.end_line = ts, line
+        self.phase = phase
+        self.spans[phase] = Span(ts, line)
+
+    def close(self, phase: Phase | None, ts: str | None, line: int) -> None:
+        if phase is None or self.phase is not phase:
+            return
+        span = self.spans[phase]
+        if span.end_line is None:
+            span.end, span.end_line = ts, line
+
+
+@dataclass
+class Incident:
+    event: ev.EventBase
+    assessment: Assessment
+    track_phase: Phase | None  # the phase the reporting rank was in
+
+
+@dataclass
+class Run:
+    index: int
+    start_line: int
+    first_ts: str | None = None
+    last_ts: str | None = None
+    tracks: dict[str | None, Track] = field(default_factory=dict)
+    server_args: dict[str, Any] | None = None
+    server_args_line: int | None = None
+    ready_ts: str | None = None
+    ready_line: int | None = None
+    incidents: list[Incident] = field(default_factory=list)
+    overrides: list[ev.ParameterOverride] = field(default_factory=list)
+    notices: list[tuple[str, str, int]] = field(default_factory=list)  # (kind, message, line)
+    memory: dict[str, dict[str, float]] = field(default_factory=dict)  # rank -> boundary -> GB
+    weights_gb: float | None = None
+    kv_cache_gb: float | None = None
+    kv_tokens: int | None = None
+    mamba_cache_gb: float | None = None
+    cuda_graph_gb: float | None = None
+    capture_avail_gb: tuple[float, str | None, int] | None = None  # lowest avail mem at capture
+    max_capture_bs: int | None = None
+    scheduler: dict[str, Any] = field(default_factory=dict)
+    timings: dict[str, str] = field(default_factory=dict)
+    last_line: int = 0
+    size_rank: str | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.ready_ts is not None or self.ready_line is not None or self.has_root
+
+    @property
+    def has_root(self) -> bool:
+        return any(i.assessment.severity is Severity.ROOT for i in self.incidents)
+
+    def furthest_phase(self) -> Phase | None:
+        phases = [t.phase for t in self.tracks.values() if t.phase is not None]
+        return max(phases, key=lambda p: p.index) if phases else None
+
+    def has_progress(self) -> bool:
+        furthest = self.furthest_phase()
+        return furthest is not None and furthest is not Phase.LAUNCH
+
+
+class PhaseMachine:
+    def __init__(self) -> None:
+        self.runs: list[Run] = [Run(index=1, start_line=1)]
+
+    @property
+    def run(self) -> Run:
+        return self.runs[-1]
+
+    def _new_run(self, line: int) -> Run:
+        run = Run(index=len(self.runs) + 1, start_line=line)
+        self.runs.append(run)
+        return run
+
+    def feed(self, event: ev.EventBase) -> None:
+        run = self.run
+        ts = event.ts
+        if ts is not None and not event.ts_inherited and run.last_ts is not None:
+            back = seconds_between(ts, run.last_ts)
+            if back is not None and back > CLOCK_JUMP_BACK_S:
+                run = self._new_run(event.line)
+        kind = event.kind
+        if kind == "server_args" and (run.server_args is not None or run.has_progress() or run.finished):
+            run = self._new_run(event.line)
+        transition = TRANSITIONS.get(transition_key(kind, _detail(event, run)))
+        if transition is not None and transition.role is Role.BEGIN and run.finished:
+            track = self._track_key(event, transition)
+            current = run.tracks.get(track)
+            if transition.phase is Phase.LAUNCH or (
+                current is not None and current.phase is not None and transition.phase is not None
+                and transition.phase.index < current.phase.index
+            ):
+                run = self._new_run(event.line)
+        if ts is not None:
+            if run.first_ts is None:
+                run.first_ts = ts
+            if run.last_ts is None or ts > run.last_ts:
+                run.last_ts = ts
+        run.last_line = max(run.last_line, event.end_line or event.line)
+        if transition is not None:
+            self._apply(run, event, transition)
+        self._facts(run, event)
+        assessment = assess(event, after_ready=run.ready_line is not None)
+        if assessment is not None:
+            track = run.tracks.get(event.rank) or run.tracks.get(self._default_rank(event))
+            run.incidents.append(Incident(event, assessment, track.phase if track else None))
+
+    # -- transitions ----------------------------------------------------------------------------
+
+    @staticmethod
+    def _default_rank(event: ev.EventBase) -> str | None:
+        return event.rank if event.rank is not None else ("TP0" if event.kind in SCHEDULER_KINDS else None)
+
+    def _track_key(self, event: ev.EventBase, transition: Transition) -> str | None:
+        if transition.server_level:
+            return None
+        return self._default_rank(event)
+
+    def _apply(self, run: Run, event: ev.EventBase, transition: Transition) -> None:
+        key = self._track_key(event, transition)
+        track = run.tracks.setdefault(key, Track())
+        ts, line = event.ts, event.line
+        phase = transition.phase
+        if transition.role is Role.CLOSE:
+            track.close(track.phase, ts, line)
+            return
+        assert phase is not None
+        if phase is Phase.READY:
+            if run.ready_line is None:
+                run.ready_ts, run.ready_line = ts, line
+        if transition.role is Role.END:
+            track.close(phase, ts, line)
+            return
+        if track.phase is None or phase.index > track.phase.index:
+            if transition.role is Role.WEAK and track.phase is not None:
+                return
+            track.enter(phase, ts, line)
+        if phase is Phase.READY:
+            track.close(phase, ts, line)
+
+    # -- facts for the report -------------------------------------------------------------------
+
+    def _facts(self, run: Run, event: ev.EventBase) -> None:
+        rank = self._default_rank(event) or "main"
+        if isinstance(event, ev.ServerArgs):
+            if run.server_args is None:
+                run.server_args, run.server_args_line = event.args, event.line
+        elif isinstance(event, ev.ParameterOverride):
+            run.overrides.append(event)
+        elif isinstance(event, ev.WeightLoadBegin) and event.avail_mem_gb is not None:
+            run.memory.setdefault(rank, {}).setdefault("weight_loading_start", event.avail_mem_gb)
+        elif isinstance(event, ev.WeightLoadEnd):
+            if event.avail_mem_gb is not None:
+                run.memory.setdefault(rank, {}).setdefault("weight_loading_end", event.avail_mem_gb)
+            if event.mem_usage_gb is not None and run.weights_gb is None:
+                run.weights_gb = event.mem_usage_gb
+        elif isinstance(event, ev.KvCacheAllocated):
+            if rank == self._first_rank(run, rank):
+                size = event.kv_size_gb if event.kv_size_gb is not None else (
+                    (event.k_size_gb or 0.0) + (event.v_size_gb or 0.0) if event.k_size_gb is not None else None
+                )
+                if size is not None:
+                    run.kv_cache_gb = round((run.kv_cache_gb or 0.0) + size, 4)
+                if event.tokens is not None and run.kv_tokens is None:
+                    run.kv_tokens = event.tokens
+        elif isinstance(event, ev.MambaCacheAllocated):
+            if rank == self._first_rank(run, rank):
+                run.mamba_cache_gb = round((run.mamba_cache_gb or 0.0) + (event.conv_state_gb or 0.0) + (event.ssm_state_gb or 0.0), 4)
+        elif isinstance(event, ev.MemoryPoolEnd) and event.avail_mem_gb is not None:
+            run.memory.setdefault(rank, {}).setdefault("memory_pool_end", event.avail_mem_gb)
+        elif isinstance(event, ev.CaptureBegin):
+            if event.avail_mem_gb is not None:
+                run.memory.setdefault(rank, {}).setdefault("cuda_graph_capture_start", event.avail_mem_gb)
+                self._capture_mem(run, event.avail_mem_gb, event.rank, event.line)
+            if event.batch_sizes:
+                run.max_capture_bs = max([run.max_capture_bs or 0, *event.batch_sizes])
+        elif isinstance(event, ev.CaptureEnd):
+            if event.avail_mem_gb is not None:
+                run.memory.setdefault(rank, {})["cuda_graph_capture_end"] = event.avail_mem_gb
+            if event.mem_usage_gb is not None and rank == self._first_rank(run, rank):
+                run.cuda_graph_gb = round((run.cuda_graph_gb or 0.0) + event.mem_usage_gb, 4)
+            if event.batch_sizes:
+                run.max_capture_bs = max([run.max_capture_bs or 0, *event.batch_sizes])
+        elif isinstance(event, ev.CaptureSizes) and event.what == "bs" and event.sizes:
+            run.max_capture_bs = max([run.max_capture_bs or 0, *event.sizes])
+        elif isinstance(event, ev.ProgressBar):
+            if event.avail_mem_gb is not None and event.desc.startswith("Capturing"):
+                self._capture_mem(run, event.avail_mem_gb, event.rank, event.line)
+            if event.batch_size is not None and event.desc.startswith("Capturing batches"):
+                run.max_capture_bs = max(run.max_capture_bs or 0, event.batch_size)
+        elif isinstance(event, ev.SchedulerReady):
+            if not run.scheduler:
+                run.scheduler = {k: v for k, v in event.model_dump(
+                    include={"max_total_num_tokens", "chunked_prefill_size", "max_prefill_tokens",
+                             "max_running_requests", "context_len", "available_gpu_mem_gb"}).items() if v is not None}
+        elif isinstance(event, ev.StartupTimings):
+            run.timings = event.timings
+        elif isinstance(event, ev.GlooNotConnected):
+            run.notices.append(("distributed_stall", f"Gloo rank {event.gloo_rank} is not connected to ranks {event.missing}: "
+                                "a peer never joined; startup will hang in distributed init", event.line))
+        elif isinstance(event, ev.MemoryImbalance):
+            run.notices.append(("memory_imbalance", "GPU memory is unbalanced across ranks: other processes may hold "
+                                "GPU memory (nvidia-smi)", event.line))
+        elif isinstance(event, ev.ErrorLine) and event.error == "warmup_failed":
+            run.notices.append(("warmup_failed", event.message, event.line))
+
+    @staticmethod
+    def _first_rank(run: Run, rank: str) -> str:
+        # pool and graph sizes are per rank and alike across ranks: sum those of one rank only
+        if run.size_rank is None:
+            run.size_rank = rank
+        return run.size_rank
+
+    @staticmethod
+    def _capture_mem(run: Run, avail: float, rank: str | None, line: int) -> None:
+        if run.capture_avail_gb is None or avail < run.capture_avail_gb[0]:
+            run.capture_avail_gb = (avail, rank, line)
+
+
+def _detail(event: ev.EventBase, run: Run) -> str | None:
+    if isinstance(event, ev.ProgressBar):
+        desc = event.desc
+        if "shards" in desc or "checkpoint" in desc:
+            return "weights"
+        if desc.startswith(("Capturing", "Compiling num tokens")):
+            return "capture"
+        return "other"
+    if isinstance(event, ev.HttpServer):
+        return "startup" if event.state in ("started", "waiting", "startup_complete", "running") and run.ready_line is None else "other"
+    if isinstance(event, ev.HttpAccess):
+        return "warmup" if run.ready_line is None and event.path.startswith(_WARMUP_PATHS) else "other"
+    return None
+
+
+__all__ = ["PHASE_ORDER", "PhaseMachine", "Run", "Track", "seconds_between"]
