@@ -38,6 +38,7 @@ _SGLANG_TRIGGER = re.compile(
     r"|SIGTERM received|Gracefully exiting|Signal SIGTERM|(?:Prefill|Decode) batch"
 )
 _GLOG = re.compile(r"\[?[IWEF]\d{3,4} \d\d:\d\d:\d\d")
+_NCCL_ORIGIN = re.compile(r"(?:\[[\d\- :]+\] )?[\w.\-]+:\d+:\d+ (?:\[\d+\] )?")
 _UVICORN_LEVELS = ("INFO:", "ERROR:", "WARNING:", "DEBUG:", "CRITICAL:")
 _PY_WARNING = re.compile(r"(?P<path>\S+):(?P<lineno>\d+): (?P<category>[A-Z]\w*Warning): (?P<msg>.*)")
 _KILLED = re.compile(r"(?:.*: line \d+: +\d+ )?Killed(?:\s|$)")
@@ -57,7 +58,11 @@ def foreign_source(env: Envelope) -> bool:
         return True
     if text.startswith(_UVICORN_LEVELS):
         return True
-    return " NCCL " in text or "%|" in text or "% Completed" in text
+    return _is_nccl(text) or "%|" in text or "% Completed" in text
+
+
+def _is_nccl(text: str) -> bool:
+    return " NCCL " in text and _NCCL_ORIGIN.match(text) is not None or text.startswith("NCCL version")
 
 
 def classify(env: Envelope, meta: Meta) -> ev.EventBase | None:
@@ -84,7 +89,7 @@ def classify(env: Envelope, meta: Meta) -> ev.EventBase | None:
         return _torch(text, meta)
     if text.startswith(_UVICORN_LEVELS):
         return _http(text, meta)
-    if " NCCL " in text or text.startswith("NCCL version"):
+    if _is_nccl(text):
         return _nccl(text, meta)
     if "%|" in text or "% Completed" in text:
         return _build("tqdm", text, meta)

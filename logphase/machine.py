@@ -103,6 +103,7 @@ class Run:
     timings: dict[str, str] = field(default_factory=dict)
     last_line: int = 0
     size_rank: str | None = None
+    shutdown_line: int | None = None
 
     @property
     def finished(self) -> bool:
@@ -162,7 +163,12 @@ class PhaseMachine:
         if transition is not None:
             self._apply(run, event, transition)
         self._facts(run, event)
+        if isinstance(event, ev.Shutdown) and run.shutdown_line is None:
+            run.shutdown_line = event.line
         assessment = assess(event, after_ready=run.ready_line is not None)
+        if assessment is not None and run.shutdown_line is not None:
+            # after a requested shutdown (SIGTERM), dying children and their echoes are expected
+            assessment = assessment._replace(severity=Severity.NOTE)
         if assessment is not None:
             track = run.tracks.get(event.rank) or run.tracks.get(self._default_rank(event))
             run.incidents.append(Incident(event, assessment, track.phase if track else None))

@@ -111,12 +111,14 @@ class RecordAssembler:
         if record.state == "fatal":
             # faulthandler dump: "Thread 0x... (most recent call first):" and '  File "..."' lines
             return not stripped or text.startswith((" ", "\t")) or stripped.startswith(("Thread 0x", "Current thread", "Extension modules"))
+        if text.startswith("Exception in thread ") and record.state != "gap":
+            return False  # the next thread's traceback begins
         if not stripped:
             if record.state == "message":
                 record.state = "gap"
             return True
         if stripped == TRACEBACK_HEADER:
-            if record.state in ("gap", "chain", "frames"):
+            if record.state in ("gap", "chain", "frames") and (record.state != "gap" or not record.exceptions):
                 record.state = "frames"
                 return True
             return False
@@ -156,6 +158,9 @@ def opens_record(env: Envelope, meta: dict[str, object]) -> OpenTraceback | None
     """A record starts at a traceback header (bare, rank-prefixed or after a logged message such as
     'Scheduler hit an exception: '), or at faulthandler's 'Fatal Python error'."""
     text = env.message
+    if text.startswith("Exception in thread ") and text.rstrip().endswith(":"):
+        # threading's excepthook prints this line, then the traceback
+        return OpenTraceback(meta=meta, header=text.strip().rstrip(":"), uncaught=True, state="gap")
     idx = text.find(TRACEBACK_HEADER)
     if idx >= 0:
         header = text[:idx].strip().rstrip(":").strip() or None

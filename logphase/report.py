@@ -263,7 +263,12 @@ def _warnings(machine: PhaseMachine, run: Run, expect: dict[str, str], truncated
             line=run.start_line,
         ))
     out.extend(_expectations(run, expect))
+    seen: set[tuple[str, str]] = set()
     for o in run.overrides:
+        if (o.setting, o.message) in seen or " is set" in o.message:
+            # every rank says it once; and "because --disable-x is set" honours the user's own flag
+            continue
+        seen.add((o.setting, o.message))
         values = ""
         if o.requested is not None or o.actual is not None:
             values = f" (requested {o.requested if o.requested is not None else '?'}, now {o.actual if o.actual is not None else '?'})"

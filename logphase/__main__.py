@@ -1,0 +1,3 @@
+from logphase.cli import entry_point
+
+entry_point()
