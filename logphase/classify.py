@@ -62,7 +62,7 @@ def foreign_source(env: Envelope) -> bool:
 
 
 def _is_nccl(text: str) -> bool:
-    return " NCCL " in text and _NCCL_ORIGIN.match(text) is not None or text.startswith("NCCL version")
+    return (" NCCL " in text and _NCCL_ORIGIN.match(text) is not None) or text.startswith("NCCL version")
 
 
 def classify(env: Envelope, meta: Meta) -> ev.EventBase | None:
@@ -237,9 +237,7 @@ def _scheduler_ready(p: Parsed, meta: Meta) -> ev.EventBase:
 
 
 def _override(setting: str, requested: str | None, actual: str | None, meta: Meta) -> ev.EventBase:
-    return ev.ParameterOverride(
-        setting=setting, requested=requested, actual=actual, message=meta["raw_message"], **_meta(meta)
-    )
+    return ev.ParameterOverride(setting=setting, requested=requested, actual=actual, message=meta["raw_message"], **_meta(meta))
 
 
 def _meta(meta: Meta) -> Meta:
@@ -328,8 +326,13 @@ def _nccl_line(level: str) -> Callable[[Parsed, Meta], ev.EventBase]:
             host, pid_text, _tid = where.rsplit(":", 2)
             pid, device = int(pid_text), int(dev.strip("[]"))
         return ev.NcclLog(
-            level=level, host=host, pid=pid, device=device, source=p.first("NCCL_SOURCE"),  # type: ignore[arg-type]
-            message=_rest(p), **_meta(meta),
+            level=level,
+            host=host,
+            pid=pid,
+            device=device,
+            source=p.first("NCCL_SOURCE"),  # type: ignore[arg-type]
+            message=_rest(p),
+            **_meta(meta),
         )
 
     return build
@@ -350,8 +353,12 @@ def _torch_line(p: Parsed, meta: Meta) -> ev.EventBase:
             return ev.ChildFailure(what="closing_signal", message=full, **base)
         if inner.rule == "pg_not_destroyed":
             return ev.ChildFailure(what="pg_not_destroyed", message=full, **base)
-        errors = {"collective_timeout": "collective_timeout", "nccl_aborting": "nccl_abort",
-                  "store_timeout": "store_timeout", "socket_failure": "socket_failure"}
+        errors = {
+            "collective_timeout": "collective_timeout",
+            "nccl_aborting": "nccl_abort",
+            "store_timeout": "store_timeout",
+            "socket_failure": "socket_failure",
+        }
         if inner.rule in errors:
             return ev.DistributedError(error=errors[inner.rule], message=full, **base)  # type: ignore[arg-type]
     return ev.TorchLog(level=stamp[0], source=source, message=message, **base)  # type: ignore[arg-type]
@@ -387,17 +394,28 @@ def _http_line(p: Parsed, meta: Meta) -> ev.EventBase:
         return ev.HttpServer(level=level, state="other", message=message, **base)
     if inner.rule == "http_access":
         return ev.HttpAccess(
-            client=inner.first("CLIENT") or "", method=inner.first("METHOD") or "",
-            path=inner.first("PATH") or "", status=int(inner.first("INT") or 0), **base,
+            client=inner.first("CLIENT") or "",
+            method=inner.first("METHOD") or "",
+            path=inner.first("PATH") or "",
+            status=int(inner.first("INT") or 0),
+            **base,
         )
     if inner.rule == "http_bind_failed":
         return ev.ErrorLine(error="bind_failed", message=message, **base)
-    states = {"http_started": "started", "http_waiting": "waiting", "http_startup_complete": "startup_complete",
-              "http_running": "running", "http_startup_failed": "startup_failed", "http_shutdown": "shutdown"}
+    states = {
+        "http_started": "started",
+        "http_waiting": "waiting",
+        "http_startup_complete": "startup_complete",
+        "http_running": "running",
+        "http_startup_failed": "startup_failed",
+        "http_shutdown": "shutdown",
+    }
     return ev.HttpServer(level=level, state=states.get(inner.rule, "other"), message=message, **base)  # type: ignore[arg-type]
 
 
-def _fields_event(cls: type[ev.EventBase], **mapping: tuple[str, Callable[[str | None], Any]]) -> Callable[[Parsed, Meta], ev.EventBase]:
+def _fields_event(
+    cls: type[ev.EventBase], **mapping: tuple[str, Callable[[str | None], Any]]
+) -> Callable[[Parsed, Meta], ev.EventBase]:
     def build(p: Parsed, meta: Meta) -> ev.EventBase:
         values = {name: conv(p.fields.get(key)) for name, (key, conv) in mapping.items()}
         return cls(**values, **_meta(meta))
@@ -415,7 +433,9 @@ _BUILDERS: dict[str, Callable[[Parsed, Meta], ev.EventBase]] = {
     "nccl_warmup": _with_message(ev.CollectiveWarmup),
     "weight_load_begin": _fields_event(ev.WeightLoadBegin, avail_mem_gb=("avail mem", gigabytes)),
     "weight_load_end": _weight_load_end,
-    "kv_cache_dtype": lambda p, meta: ev.KvCacheDtype(dtype=clean(" ".join(p.all("FREE_TEXT") + p.all("SENTENCE"))), **_meta(meta)),
+    "kv_cache_dtype": lambda p, meta: ev.KvCacheDtype(
+        dtype=clean(" ".join(p.all("FREE_TEXT") + p.all("SENTENCE"))), **_meta(meta)
+    ),
     "kv_cache_allocated": _kv_cache_allocated,
     "mamba_cache_allocated": _fields_event(
         ev.MambaCacheAllocated,
@@ -455,7 +475,8 @@ _BUILDERS: dict[str, Callable[[Parsed, Meta], ev.EventBase]] = {
     "shutdown": _with_message(ev.Shutdown),
     "runtime_batch": lambda p, meta: ev.RuntimeBatch(
         stage="prefill" if (p.first("RUNTIME_BATCH") or "").startswith("Prefill") else "decode",
-        fields=dict(p.fields), **_meta(meta),
+        fields=dict(p.fields),
+        **_meta(meta),
     ),
     # gloo.lark
     "gloo_connected": _gloo_connected,

@@ -41,11 +41,19 @@ def _build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"logphase {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    p = sub.add_parser("parse", help="read a whole log and report", description="Read a whole log (or - for stdin) and report on its last run.")
+    p = sub.add_parser(
+        "parse", help="read a whole log and report", description="Read a whole log (or - for stdin) and report on its last run."
+    )
     p.add_argument("file", metavar="FILE", help="log file, or - for standard input")
     p.add_argument("--json", action="store_true", help="print the JSON report (see `logphase schema`)")
-    p.add_argument("--expect", action="append", default=[], metavar="KEY=VALUE",
-                   help="a server_args value you launched with, e.g. mem_fraction_static=0.88; a mismatch is a stale_log warning (repeatable)")
+    p.add_argument(
+        "--expect",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a server_args value you launched with, e.g. mem_fraction_static=0.88; "
+        "a mismatch is a stale_log warning (repeatable)",
+    )
     p.add_argument("--since", metavar="TIME", help="ignore output before this time, e.g. '2026-05-09 09:20:00'")
     p.add_argument("--events", action="store_true", help="print the typed events as JSON Lines instead of the report")
     p.add_argument("--unrecognized", action="store_true", help="print the lines no grammar recognised (line number and text)")
@@ -68,7 +76,7 @@ def _open_input(name: str) -> tuple[object, str]:
     if stat.S_ISDIR(st.st_mode):
         raise InputError(f"{name}: is a directory, give a log file")
     try:
-        return open(name, "rb"), name  # noqa: SIM115 - closed by the caller
+        return open(name, "rb"), name
     except PermissionError:
         raise InputError(f"{name}: permission denied") from None
     except OSError as exc:

@@ -39,30 +39,54 @@ class Assessment(NamedTuple):
 
 
 _RULES: tuple[tuple[Cause, re.Pattern[str]], ...] = (
-    (Cause.KV_CACHE_INSUFFICIENT_MEMORY, re.compile(
-        r"Not enough memory\. Please try to increase --mem-fraction-static|leave no GPU memory for the KV cache"
-        r"|Not enough GPU memory for hybrid|state cache is too small to serve|Not enough space for mamba cache")),
+    (
+        Cause.KV_CACHE_INSUFFICIENT_MEMORY,
+        re.compile(
+            r"Not enough memory\. Please try to increase --mem-fraction-static|leave no GPU memory for the KV cache"
+            r"|Not enough GPU memory for hybrid|state cache is too small to serve|Not enough space for mamba cache"
+        ),
+    ),
     (Cause.CUDA_OOM, re.compile(r"out of memory|OutOfMemoryError|Out of memory", re.IGNORECASE)),
-    (Cause.DISTRIBUTED_TIMEOUT, re.compile(
-        r"DistStoreError|Timed out after \d+ seconds|Socket Timeout|Watchdog caught collective operation timeout"
-        r"|collective operation timeout|timed out", re.IGNORECASE)),
-    (Cause.PORT_IN_USE, re.compile(r"Errno 98|address already in use|EADDRINUSE|Port is already in use|is not available in \d+ seconds")),
+    (
+        Cause.DISTRIBUTED_TIMEOUT,
+        re.compile(
+            r"DistStoreError|Timed out after \d+ seconds|Socket Timeout|Watchdog caught collective operation timeout"
+            r"|collective operation timeout|timed out",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        Cause.PORT_IN_USE,
+        re.compile(r"Errno 98|address already in use|EADDRINUSE|Port is already in use|is not available in \d+ seconds"),
+    ),
     (Cause.NCCL_ERROR, re.compile(r"NCCL error|nccl\w*Error|DistBackendError|ncclCommInitRank|RCCL error|HCCL", re.IGNORECASE)),
     (Cause.IMPORT_ERROR, re.compile(r"^(?:\w+\.)*(?:ImportError|ModuleNotFoundError)\b|undefined symbol|cannot import name")),
-    (Cause.MODEL_LOAD_ERROR, re.compile(
-        r"is not a local folder|RepositoryNotFoundError|does not appear to have a file named|Model architectures"
-        r"|HFValidationError|EntryNotFoundError|GatedRepoError|LocalEntryNotFoundError|SafetensorError"
-        r"|does not recognize this architecture|checkpoint")),
+    (
+        Cause.MODEL_LOAD_ERROR,
+        re.compile(
+            r"is not a local folder|RepositoryNotFoundError|does not appear to have a file named|Model architectures"
+            r"|HFValidationError|EntryNotFoundError|GatedRepoError|LocalEntryNotFoundError|SafetensorError"
+            r"|does not recognize this architecture|checkpoint"
+        ),
+    ),
     (Cause.WATCHDOG_TIMEOUT, re.compile(r"watchdog timeout", re.IGNORECASE)),
 )
 
 # Innermost frame that names a phase tells where a traceback struck, even without phase markers.
 _FRAME_PHASES: tuple[tuple[re.Pattern[str], Phase], ...] = (
     (re.compile(r"cuda_graph|graph_runner|capture|init_device_graphs|init_cuda_graphs"), Phase.CUDA_GRAPH_CAPTURE),
-    (re.compile(r"init_memory_pool|profile_max_num_token|profile_available|kv_cache_config|memory_pool|pool_configurator"), Phase.MEMORY_POOL),
+    (
+        re.compile(r"init_memory_pool|profile_max_num_token|profile_available|kv_cache_config|memory_pool|pool_configurator"),
+        Phase.MEMORY_POOL,
+    ),
     (re.compile(r"load_model|load_weights|weight_loader|model_loader|weight_utils|get_model\b"), Phase.WEIGHT_LOADING),
-    (re.compile(r"init_torch_distributed|init_distributed_environment|initialize_model_parallel|init_process_group"
-                r"|init_parallel|tcp_store|rendezvous|parallel_state"), Phase.DISTRIBUTED_INIT),
+    (
+        re.compile(
+            r"init_torch_distributed|init_distributed_environment|initialize_model_parallel|init_process_group"
+            r"|init_parallel|tcp_store|rendezvous|parallel_state"
+        ),
+        Phase.DISTRIBUTED_INIT,
+    ),
     (re.compile(r"_execute_server_warmup|_wait_and_warmup|warmup"), Phase.WARMUP),
     (re.compile(r"event_loop|run_batch|forward_batch|process_batch_result|handle_generate_request"), Phase.READY),
 )
@@ -131,9 +155,7 @@ def _assess_exception(e: ev.PythonException, after_ready: bool) -> Assessment | 
     text = _exception_text(e)
     if e.header is not None and e.header.startswith("Exception in thread"):
         return None  # a helper thread died; the process it belongs to goes on
-    fatal_header = e.header is not None and (
-        "hit an exception" in e.header or e.header.startswith("Initialization failed")
-    )
+    fatal_header = e.header is not None and ("hit an exception" in e.header or e.header.startswith("Initialization failed"))
     if not fatal_header:
         if not e.uncaught or is_harness_traceback(e):
             return None
@@ -192,48 +214,69 @@ def hint(cause: Cause, phase: Phase | None, config: dict[str, Any], facts: dict[
     if cause is Cause.KV_CACHE_INSUFFICIENT_MEMORY:
         minimum = facts.get("min_mem_fraction_static")
         if minimum is not None:
-            return f"The KV cache did not fit: raise --mem-fraction-static above {minimum}{mfs_text}, or use a smaller --context-length / more GPUs (--tp)."
+            return (
+                f"The KV cache did not fit: raise --mem-fraction-static above {minimum}{mfs_text}, "
+                "or use a smaller --context-length / more GPUs (--tp)."
+            )
         target = f"{min(float(mfs) + 0.04, 0.95):.2f}" if isinstance(mfs, int | float) else "a higher value"
-        return (f"The KV cache did not fit after loading the weights: raise --mem-fraction-static{mfs_text} to {target}, "
-                "or free GPU memory (other processes on the GPU, see nvidia-smi), or add GPUs with --tp.")
+        return (
+            f"The KV cache did not fit after loading the weights: raise --mem-fraction-static{mfs_text} to {target}, "
+            "or free GPU memory (other processes on the GPU, see nvidia-smi), or add GPUs with --tp."
+        )
     if cause is Cause.CUDA_OOM:
         if phase is Phase.CUDA_GRAPH_CAPTURE:
             max_bs = facts.get("max_capture_bs") or config.get("cuda_graph_max_bs")
             bs_text = f" (largest captured: {max_bs}; try {max(1, int(max_bs) // 2)})" if isinstance(max_bs, int | float) else ""
             lower = f" to {max(float(mfs) - 0.05, 0.1):.2f}" if isinstance(mfs, int | float) else ""
-            return (f"Out of memory while capturing CUDA graphs: lower --mem-fraction-static{mfs_text}{lower} "
-                    f"or --cuda-graph-max-bs{bs_text}; --disable-cuda-graph works but is much slower.")
+            return (
+                f"Out of memory while capturing CUDA graphs: lower --mem-fraction-static{mfs_text}{lower} "
+                f"or --cuda-graph-max-bs{bs_text}; --disable-cuda-graph works but is much slower."
+            )
         if phase is Phase.WEIGHT_LOADING:
-            return ("Out of memory while loading the weights: the model does not fit in this GPU memory. Use more GPUs "
-                    "(--tp), a quantized checkpoint, or free memory held by other processes (nvidia-smi).")
+            return (
+                "Out of memory while loading the weights: the model does not fit in this GPU memory. Use more GPUs "
+                "(--tp), a quantized checkpoint, or free memory held by other processes (nvidia-smi)."
+            )
         if phase in (Phase.READY, Phase.WARMUP):
-            return (f"Out of memory while serving: lower --mem-fraction-static{mfs_text}, --max-running-requests or "
-                    "--chunked-prefill-size, so activations have room next to the KV cache.")
+            return (
+                f"Out of memory while serving: lower --mem-fraction-static{mfs_text}, --max-running-requests or "
+                "--chunked-prefill-size, so activations have room next to the KV cache."
+            )
         return f"CUDA out of memory: lower --mem-fraction-static{mfs_text} or free GPU memory held by other processes."
     if cause is Cause.NCCL_ERROR:
-        return ("NCCL failed: rerun with NCCL_DEBUG=INFO to see why; check that all GPUs are visible and healthy "
-                "(nvidia-smi topo -m), that /dev/shm is large enough in containers, and try --disable-custom-all-reduce.")
+        return (
+            "NCCL failed: rerun with NCCL_DEBUG=INFO to see why; check that all GPUs are visible and healthy "
+            "(nvidia-smi topo -m), that /dev/shm is large enough in containers, and try --disable-custom-all-reduce."
+        )
     if cause is Cause.DISTRIBUTED_TIMEOUT:
-        return ("A distributed rendezvous or collective timed out: check that every node/rank started, "
-                "--dist-init-addr is reachable, --nnodes/--node-rank are right and no firewall blocks the ports; "
-                "raise --dist-timeout only if a step is legitimately slow.")
+        return (
+            "A distributed rendezvous or collective timed out: check that every node/rank started, "
+            "--dist-init-addr is reachable, --nnodes/--node-rank are right and no firewall blocks the ports; "
+            "raise --dist-timeout only if a step is legitimately slow."
+        )
     if cause is Cause.PORT_IN_USE:
         port = config.get("port")
         port_text = f" {port}" if port is not None else ""
         return f"The port{port_text} is taken: stop the old server (ss -ltnp | grep{port_text}) or pass another --port."
     if cause is Cause.MODEL_LOAD_ERROR:
-        return ("Loading the model failed: check --model-path, that the checkpoint is complete, that the architecture "
-                "and quantization are supported by this SGLang version, and --trust-remote-code if the model needs it.")
+        return (
+            "Loading the model failed: check --model-path, that the checkpoint is complete, that the architecture "
+            "and quantization are supported by this SGLang version, and --trust-remote-code if the model needs it."
+        )
     if cause is Cause.IMPORT_ERROR:
         return "A module failed to import: reinstall the versions this SGLang release pins (pip check), or the missing package."
     if cause is Cause.WATCHDOG_TIMEOUT:
-        return ("The scheduler stopped making progress for --watchdog-timeout seconds: a hang in a kernel or a collective. "
-                "Read the py-spy dump above it; raise --watchdog-timeout only if a step is legitimately that slow.")
+        return (
+            "The scheduler stopped making progress for --watchdog-timeout seconds: a hang in a kernel or a collective. "
+            "Read the py-spy dump above it; raise --watchdog-timeout only if a step is legitimately that slow."
+        )
     if cause is Cause.KILLED:
         return "A process was killed (SIGKILL): usually the kernel OOM killer; check `dmesg -T | grep -i oom` and host RAM."
     if cause is Cause.CHILD_PROCESS_FAILED:
-        return ("A child process died without an error in this log: make sure stderr is captured too (2>&1), "
-                "then check `dmesg -T` for kills and segfaults.")
+        return (
+            "A child process died without an error in this log: make sure stderr is captured too (2>&1), "
+            "then check `dmesg -T` for kills and segfaults."
+        )
     if cause is Cause.PYTHON_EXCEPTION:
         where = f" during {phase.value}" if phase else ""
         return f"An uncaught Python exception{where}: read the traceback at the line given; it is the first failure in time."

@@ -96,6 +96,9 @@ class Engine:
 
     def _line(self, line: LogicalLine, out: list[ev.EventBase]) -> None:
         text = line.text
+        if not self._gate_open and not text.strip():
+            self._counts["ignored"] += 1
+            return
         if not text.strip():
             consumed, closed = self._records.offer(split_envelope(""), line.lineno, False)
             for event in closed:

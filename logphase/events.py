@@ -7,7 +7,7 @@ discriminator of the :data:`Event` union, and the stable name used in ``--events
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -329,45 +329,43 @@ class PythonWarning(EventBase):
 
 
 Event = Annotated[
-    Union[
-        ServerArgs,
-        ParameterOverride,
-        DistInitBegin,
-        DistInitEnd,
-        MemoryBaseline,
-        NcclVersion,
-        CollectiveWarmup,
-        MemoryImbalance,
-        GlooConnected,
-        GlooNotConnected,
-        NcclLog,
-        WeightLoadBegin,
-        WeightLoadEnd,
-        KvCacheDtype,
-        KvCacheAllocated,
-        MambaCacheAllocated,
-        SwaMemoryPool,
-        MemoryPoolEnd,
-        CaptureBegin,
-        CaptureEnd,
-        CaptureSizes,
-        ProgressBar,
-        SchedulerReady,
-        StartupTimings,
-        HttpServer,
-        HttpAccess,
-        WarmupMarker,
-        ServerReady,
-        RuntimeBatch,
-        Shutdown,
-        PythonException,
-        FatalSignal,
-        ErrorLine,
-        ChildFailure,
-        DistributedError,
-        TorchLog,
-        PythonWarning,
-    ],
+    ServerArgs
+    | ParameterOverride
+    | DistInitBegin
+    | DistInitEnd
+    | MemoryBaseline
+    | NcclVersion
+    | CollectiveWarmup
+    | MemoryImbalance
+    | GlooConnected
+    | GlooNotConnected
+    | NcclLog
+    | WeightLoadBegin
+    | WeightLoadEnd
+    | KvCacheDtype
+    | KvCacheAllocated
+    | MambaCacheAllocated
+    | SwaMemoryPool
+    | MemoryPoolEnd
+    | CaptureBegin
+    | CaptureEnd
+    | CaptureSizes
+    | ProgressBar
+    | SchedulerReady
+    | StartupTimings
+    | HttpServer
+    | HttpAccess
+    | WarmupMarker
+    | ServerReady
+    | RuntimeBatch
+    | Shutdown
+    | PythonException
+    | FatalSignal
+    | ErrorLine
+    | ChildFailure
+    | DistributedError
+    | TorchLog
+    | PythonWarning,
     Field(discriminator="kind"),
 ]
 

@@ -43,7 +43,7 @@ def terminal_pattern(source: str, name: str) -> str:
 class Parsed:
     """A grammar match flattened for the event layer: the rule that matched, its tokens and fields."""
 
-    __slots__ = ("rule", "tokens", "fields", "children")
+    __slots__ = ("children", "fields", "rule", "tokens")
 
     def __init__(self, rule: str) -> None:
         self.rule = rule

@@ -9,6 +9,7 @@ segments split off by ``\\r`` or by a glued prefix share the number of their phy
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -126,7 +127,7 @@ class LineSplitter:
         self.stats.physical += 1
         if ends_with_cr:
             return segments
-        return segments[:-1] + [segments[-1]._replace(partial=True)] if segments else []
+        return [*segments[:-1], segments[-1]._replace(partial=True)] if segments else []
 
     # -- internals -------------------------------------------------------------------------------
 
@@ -194,7 +195,7 @@ class LineSplitter:
         if not starts:
             return [(offset, part)]
         bounds = [0, *starts, len(part)]
-        return [(offset + a, part[a:b]) for a, b in zip(bounds, bounds[1:]) if b > a]
+        return [(offset + a, part[a:b]) for a, b in itertools.pairwise(bounds) if b > a]
 
     def _decode(self, data: bytes) -> str:
         try:

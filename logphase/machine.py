@@ -150,7 +150,9 @@ class PhaseMachine:
             track = self._track_key(event, transition)
             current = run.tracks.get(track)
             if transition.phase is Phase.LAUNCH or (
-                current is not None and current.phase is not None and transition.phase is not None
+                current is not None
+                and current.phase is not None
+                and transition.phase is not None
                 and transition.phase.index < current.phase.index
             ):
                 run = self._new_run(event.line)
@@ -193,9 +195,8 @@ class PhaseMachine:
             track.close(track.phase, ts, line)
             return
         assert phase is not None
-        if phase is Phase.READY:
-            if run.ready_line is None:
-                run.ready_ts, run.ready_line = ts, line
+        if phase is Phase.READY and run.ready_line is None:
+            run.ready_ts, run.ready_line = ts, line
         if transition.role is Role.END:
             track.close(phase, ts, line)
             return
@@ -224,8 +225,10 @@ class PhaseMachine:
                 run.weights_gb = event.mem_usage_gb
         elif isinstance(event, ev.KvCacheAllocated):
             if rank == self._first_rank(run, rank):
-                size = event.kv_size_gb if event.kv_size_gb is not None else (
-                    (event.k_size_gb or 0.0) + (event.v_size_gb or 0.0) if event.k_size_gb is not None else None
+                size = (
+                    event.kv_size_gb
+                    if event.kv_size_gb is not None
+                    else ((event.k_size_gb or 0.0) + (event.v_size_gb or 0.0) if event.k_size_gb is not None else None)
                 )
                 if size is not None:
                     run.kv_cache_gb = round((run.kv_cache_gb or 0.0) + size, 4)
@@ -233,7 +236,9 @@ class PhaseMachine:
                     run.kv_tokens = event.tokens
         elif isinstance(event, ev.MambaCacheAllocated):
             if rank == self._first_rank(run, rank):
-                run.mamba_cache_gb = round((run.mamba_cache_gb or 0.0) + (event.conv_state_gb or 0.0) + (event.ssm_state_gb or 0.0), 4)
+                run.mamba_cache_gb = round(
+                    (run.mamba_cache_gb or 0.0) + (event.conv_state_gb or 0.0) + (event.ssm_state_gb or 0.0), 4
+                )
         elif isinstance(event, ev.MemoryPoolEnd) and event.avail_mem_gb is not None:
             run.memory.setdefault(rank, {}).setdefault("memory_pool_end", event.avail_mem_gb)
         elif isinstance(event, ev.CaptureBegin):
@@ -258,17 +263,39 @@ class PhaseMachine:
                 run.max_capture_bs = max(run.max_capture_bs or 0, event.batch_size)
         elif isinstance(event, ev.SchedulerReady):
             if not run.scheduler:
-                run.scheduler = {k: v for k, v in event.model_dump(
-                    include={"max_total_num_tokens", "chunked_prefill_size", "max_prefill_tokens",
-                             "max_running_requests", "context_len", "available_gpu_mem_gb"}).items() if v is not None}
+                run.scheduler = {
+                    k: v
+                    for k, v in event.model_dump(
+                        include={
+                            "max_total_num_tokens",
+                            "chunked_prefill_size",
+                            "max_prefill_tokens",
+                            "max_running_requests",
+                            "context_len",
+                            "available_gpu_mem_gb",
+                        }
+                    ).items()
+                    if v is not None
+                }
         elif isinstance(event, ev.StartupTimings):
             run.timings = event.timings
         elif isinstance(event, ev.GlooNotConnected):
-            run.notices.append(("distributed_stall", f"Gloo rank {event.gloo_rank} is not connected to ranks {event.missing}: "
-                                "a peer never joined; startup will hang in distributed init", event.line))
+            run.notices.append(
+                (
+                    "distributed_stall",
+                    f"Gloo rank {event.gloo_rank} is not connected to ranks {event.missing}: "
+                    "a peer never joined; startup will hang in distributed init",
+                    event.line,
+                )
+            )
         elif isinstance(event, ev.MemoryImbalance):
-            run.notices.append(("memory_imbalance", "GPU memory is unbalanced across ranks: other processes may hold "
-                                "GPU memory (nvidia-smi)", event.line))
+            run.notices.append(
+                (
+                    "memory_imbalance",
+                    "GPU memory is unbalanced across ranks: other processes may hold GPU memory (nvidia-smi)",
+                    event.line,
+                )
+            )
         elif isinstance(event, ev.ErrorLine) and event.error == "warmup_failed":
             run.notices.append(("warmup_failed", event.message, event.line))
 
@@ -294,7 +321,11 @@ def _detail(event: ev.EventBase, run: Run) -> str | None:
             return "capture"
         return "other"
     if isinstance(event, ev.HttpServer):
-        return "startup" if event.state in ("started", "waiting", "startup_complete", "running") and run.ready_line is None else "other"
+        return (
+            "startup"
+            if event.state in ("started", "waiting", "startup_complete", "running") and run.ready_line is None
+            else "other"
+        )
     if isinstance(event, ev.HttpAccess):
         return "warmup" if run.ready_line is None and event.path.startswith(_WARMUP_PATHS) else "other"
     return None

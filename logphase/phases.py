@@ -74,9 +74,9 @@ TRANSITIONS: dict[str, Transition] = {
 
 # Scheduler-only markers: printed unprefixed by single-GPU servers (>= 0.4.8), whose one scheduler
 # is then reported as rank TP0.
-SCHEDULER_KINDS = frozenset(
-    k for k, t in TRANSITIONS.items() if not t.server_level and ":" not in k and t.phase is not None
-) | {"scheduler_ready"}
+SCHEDULER_KINDS = frozenset(k for k, t in TRANSITIONS.items() if not t.server_level and ":" not in k and t.phase is not None) | {
+    "scheduler_ready"
+}
 
 
 def validate_table(table: dict[str, Transition] | None = None) -> list[str]:

@@ -110,7 +110,11 @@ class RecordAssembler:
         stripped = text.strip()
         if record.state == "fatal":
             # faulthandler dump: "Thread 0x... (most recent call first):" and '  File "..."' lines
-            return not stripped or text.startswith((" ", "\t")) or stripped.startswith(("Thread 0x", "Current thread", "Extension modules"))
+            return (
+                not stripped
+                or text.startswith((" ", "\t"))
+                or stripped.startswith(("Thread 0x", "Current thread", "Extension modules"))
+            )
         if text.startswith("Exception in thread ") and record.state != "gap":
             return False  # the next thread's traceback begins
         if not stripped:
@@ -127,7 +131,11 @@ class RecordAssembler:
                 frame = parse("traceback", text)
                 if frame is not None and frame.rule == "tb_frame":
                     record.frames.append(
-                        ev.Frame(path=frame.first("FRAME_PATH") or "", lineno=int(frame.first("INT") or 0), function=frame.first("FRAME_FUNC"))
+                        ev.Frame(
+                            path=frame.first("FRAME_PATH") or "",
+                            lineno=int(frame.first("INT") or 0),
+                            function=frame.first("FRAME_FUNC"),
+                        )
                     )
                 if record.state != "frames":
                     record.state = "frames"

@@ -25,8 +25,11 @@ def render_text(report: Report) -> str:
     out.append(f"{report.source}: {headline}{runs}")
     model = report.config.get("model_path")
     if model is not None:
-        parallel = ", ".join(f"{k.removesuffix('_size')}={report.config[k]}" for k in ("tp_size", "dp_size", "ep_size", "pp_size")
-                             if report.config.get(k) not in (None, 1))
+        parallel = ", ".join(
+            f"{k.removesuffix('_size')}={report.config[k]}"
+            for k in ("tp_size", "dp_size", "ep_size", "pp_size")
+            if report.config.get(k) not in (None, 1)
+        )
         mfs = report.config.get("mem_fraction_static")
         details = ", ".join(x for x in (parallel, f"mem_fraction_static={mfs}" if mfs is not None else "") if x)
         out.append(f"  model {model}" + (f" ({details})" if details else ""))
@@ -60,6 +63,8 @@ def render_text(report: Report) -> str:
             out.append(f"  warning {w.kind}: {w.message}{line}")
     lines = report.lines
     out.append("")
-    out.append(f"  lines {lines.total}: {lines.events} in events, {lines.unrecognized} unrecognized, {lines.blank} blank"
-               + (f", {lines.ignored} before --since" if lines.ignored else ""))
+    out.append(
+        f"  lines {lines.total}: {lines.events} in events, {lines.unrecognized} unrecognized, {lines.blank} blank"
+        + (f", {lines.ignored} before --since" if lines.ignored else "")
+    )
     return "\n".join(out) + "\n"

@@ -18,11 +18,31 @@ LOW_CAPTURE_MEMORY_GB = 5.0
 Outcome = Literal["ready", "failed", "starting"]
 
 CONFIG_KEYS = (
-    "model_path", "served_model_name", "tp_size", "dp_size", "ep_size", "pp_size", "nnodes", "node_rank",
-    "enable_dp_attention", "mem_fraction_static", "max_running_requests", "max_total_tokens",
-    "chunked_prefill_size", "context_length", "cuda_graph_max_bs", "cuda_graph_bs", "disable_cuda_graph",
-    "quantization", "kv_cache_dtype", "dtype", "attention_backend", "speculative_algorithm",
-    "disaggregation_mode", "host", "port",
+    "model_path",
+    "served_model_name",
+    "tp_size",
+    "dp_size",
+    "ep_size",
+    "pp_size",
+    "nnodes",
+    "node_rank",
+    "enable_dp_attention",
+    "mem_fraction_static",
+    "max_running_requests",
+    "max_total_tokens",
+    "chunked_prefill_size",
+    "context_length",
+    "cuda_graph_max_bs",
+    "cuda_graph_bs",
+    "disable_cuda_graph",
+    "quantization",
+    "kv_cache_dtype",
+    "dtype",
+    "attention_backend",
+    "speculative_algorithm",
+    "disaggregation_mode",
+    "host",
+    "port",
 )
 
 
@@ -104,7 +124,7 @@ class Report(BaseModel):
 
 def rank_sort_key(rank: str) -> tuple[Any, ...]:
     parts = rank.split()
-    return tuple((p.rstrip("0123456789"), int(p[len(p.rstrip("0123456789")):] or 0)) for p in parts)
+    return tuple((p.rstrip("0123456789"), int(p[len(p.rstrip("0123456789")) :] or 0)) for p in parts)
 
 
 def build_report(
@@ -120,9 +140,7 @@ def build_report(
     outcome: Outcome = "failed" if failure else ("ready" if ready else "starting")
     phase = failure_phase if failure else run.furthest_phase()
     ranks = sorted((r for r in run.tracks if r is not None), key=rank_sort_key)
-    end_ts = run.ready_ts if ready and not failure else (
-        failure_ts(run) if failure else run.last_ts
-    )
+    end_ts = run.ready_ts if ready and not failure else (failure_ts(run) if failure else run.last_ts)
     warnings = _warnings(machine, run, expect or {}, truncated_line)
     return Report(
         source=source,
@@ -178,11 +196,7 @@ def _failure(run: Run) -> tuple[FailureReport | None, Phase | None]:
     minimum = _min_mem_fraction(root.assessment.message)
     if minimum:
         facts["min_mem_fraction_static"] = minimum
-    consequences = [
-        Consequence(line=i.event.line, message=i.assessment.message[:300])
-        for i in run.incidents
-        if i is not root
-    ]
+    consequences = [Consequence(line=i.event.line, message=i.assessment.message[:300]) for i in run.incidents if i is not root]
     report = FailureReport(
         cause=root.assessment.cause,
         phase=phase,
@@ -234,13 +248,15 @@ def _phases(run: Run, failure: FailureReport | None) -> list[PhaseReport]:
         end = None if open_any and failure is None else (max(ends) if ends else None)
         if failure is not None and open_any:
             end = failure_ts(run)
-        out.append(PhaseReport(
-            name=phase,
-            start=start,
-            end=end,
-            duration_s=seconds_between(start, end if end is not None else last_ts),
-            ranks=dict(sorted(ranks.items(), key=lambda kv: rank_sort_key(kv[0]))),
-        ))
+        out.append(
+            PhaseReport(
+                name=phase,
+                start=start,
+                end=end,
+                duration_s=seconds_between(start, end if end is not None else last_ts),
+                ranks=dict(sorted(ranks.items(), key=lambda kv: rank_sort_key(kv[0]))),
+            )
+        )
     return out
 
 
@@ -257,11 +273,14 @@ def _config(run: Run) -> dict[str, Any]:
 def _warnings(machine: PhaseMachine, run: Run, expect: dict[str, str], truncated_line: int | None) -> list[WarningReport]:
     out: list[WarningReport] = []
     if len(machine.runs) > 1:
-        out.append(WarningReport(
-            kind="multiple_runs",
-            message=f"this file holds {len(machine.runs)} runs; the report describes the last one, from line {run.start_line}",
-            line=run.start_line,
-        ))
+        out.append(
+            WarningReport(
+                kind="multiple_runs",
+                message=f"this file holds {len(machine.runs)} runs; "
+                f"the report describes the last one, from line {run.start_line}",
+                line=run.start_line,
+            )
+        )
     out.extend(_expectations(run, expect))
     seen: set[tuple[str, str]] = set()
     for o in run.overrides:
@@ -271,22 +290,34 @@ def _warnings(machine: PhaseMachine, run: Run, expect: dict[str, str], truncated
         seen.add((o.setting, o.message))
         values = ""
         if o.requested is not None or o.actual is not None:
-            values = f" (requested {o.requested if o.requested is not None else '?'}, now {o.actual if o.actual is not None else '?'})"
-        out.append(WarningReport(kind="ignored_parameter", message=f"SGLang changed {o.setting}{values}: {o.message}", line=o.line))
+            values = (
+                f" (requested {o.requested if o.requested is not None else '?'}, now {o.actual if o.actual is not None else '?'})"
+            )
+        out.append(
+            WarningReport(kind="ignored_parameter", message=f"SGLang changed {o.setting}{values}: {o.message}", line=o.line)
+        )
     if run.capture_avail_gb is not None and run.capture_avail_gb[0] < LOW_CAPTURE_MEMORY_GB:
         avail, rank, line = run.capture_avail_gb
         who = f" on {rank}" if rank else ""
-        out.append(WarningReport(
-            kind="memory_pressure",
-            message=f"CUDA graph capture ran with only {avail:.2f} GB free{who} (below {LOW_CAPTURE_MEMORY_GB:.1f} GB): "
-                    "capture or the first large batches may run out of memory; consider a lower "
-                    "--mem-fraction-static or --cuda-graph-max-bs",
-            line=line,
-        ))
+        out.append(
+            WarningReport(
+                kind="memory_pressure",
+                message=f"CUDA graph capture ran with only {avail:.2f} GB free{who} (below {LOW_CAPTURE_MEMORY_GB:.1f} GB): "
+                "capture or the first large batches may run out of memory; consider a lower "
+                "--mem-fraction-static or --cuda-graph-max-bs",
+                line=line,
+            )
+        )
     for kind, message, line in run.notices:
         out.append(WarningReport(kind=kind, message=message, line=line))
     if truncated_line is not None:
-        out.append(WarningReport(kind="truncated_input", message="the log ends in the middle of a line (still being written, or cut); that line was not read as an event", line=truncated_line))
+        out.append(
+            WarningReport(
+                kind="truncated_input",
+                message="the log ends in the middle of a line (still being written, or cut); that line was not read as an event",
+                line=truncated_line,
+            )
+        )
     return out
 
 
@@ -296,15 +327,23 @@ def _expectations(run: Run, expect: dict[str, str]) -> list[WarningReport]:
     sources.update(run.server_args or {})
     for key, wanted in expect.items():
         if key not in sources:
-            out.append(WarningReport(kind="expect_unverified", message=f"{key}: the log of this run does not show it, so {wanted} cannot be checked", line=run.server_args_line))
+            out.append(
+                WarningReport(
+                    kind="expect_unverified",
+                    message=f"{key}: the log of this run does not show it, so {wanted} cannot be checked",
+                    line=run.server_args_line,
+                )
+            )
             continue
         actual = sources[key]
         if not values_match(actual, wanted):
-            out.append(WarningReport(
-                kind="stale_log",
-                message=f"{key}: the log says {actual!r} but you launched with {wanted!r}: stale log or ignored parameter",
-                line=run.server_args_line,
-            ))
+            out.append(
+                WarningReport(
+                    kind="stale_log",
+                    message=f"{key}: the log says {actual!r} but you launched with {wanted!r}: stale log or ignored parameter",
+                    line=run.server_args_line,
+                )
+            )
     return out
 
 

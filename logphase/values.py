@@ -5,8 +5,18 @@ from __future__ import annotations
 import re
 
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
-_UNIT_TO_GB = {"B": 1 / 2**30, "KB": 1 / 2**20, "KIB": 1 / 2**20, "MB": 1 / 1024, "MIB": 1 / 1024,
-               "GB": 1.0, "GIB": 1.0, "TB": 1024.0, "TIB": 1024.0, "BYTES": 1 / 2**30}
+_UNIT_TO_GB = {
+    "B": 1 / 2**30,
+    "KB": 1 / 2**20,
+    "KIB": 1 / 2**20,
+    "MB": 1 / 1024,
+    "MIB": 1 / 1024,
+    "GB": 1.0,
+    "GIB": 1.0,
+    "TB": 1024.0,
+    "TIB": 1024.0,
+    "BYTES": 1 / 2**30,
+}
 
 
 def number(text: str | None) -> float | None:
