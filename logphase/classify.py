@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from logphase import events as ev
-from logphase.grammars import Parsed, parse
+from logphase.grammars import Parsed, parse, terminal_pattern
 from logphase.prefix import Envelope
 from logphase.values import clean, gigabytes, int_list, integer, number
 
@@ -44,6 +44,22 @@ _PY_WARNING = re.compile(r"(?P<path>\S+):(?P<lineno>\d+): (?P<category>[A-Z]\w*W
 _KILLED = re.compile(r"(?:.*: line \d+: +\d+ )?Killed(?:\s|$)")
 
 
+def _compile_fast_paths() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """Regexes for the two high-volume line families (access log, batch statistics), composed from
+    the grammars' own terminals: a served log has millions of these, and Lark costs ~50 us each."""
+    t = terminal_pattern
+    access = re.compile(
+        rf"(?P<level>{t('http', 'UVICORN_LEVEL')}) +(?P<client>{t('http', 'CLIENT')}) - \""
+        rf"(?P<method>{t('http', 'METHOD')}) (?P<path>{t('http', 'PATH')}) {t('http', 'PROTOCOL')}\" (?P<status>\d+)"
+    )
+    batch = re.compile(t("sglang", "RUNTIME_BATCH"))
+    field = re.compile(rf"(?P<key>{t('sglang', 'FIELD_KEY')})(?:=|: )(?P<value>{t('sglang', 'FIELD_VALUE')})")
+    return access, batch, field
+
+
+_ACCESS, _BATCH, _FIELD = _compile_fast_paths()
+
+
 def foreign_source(env: Envelope) -> bool:
     """True when the line has the envelope of a known writer: it cannot continue a traceback."""
     if env.ts is not None:
@@ -71,6 +87,8 @@ def classify(env: Envelope, meta: Meta) -> ev.EventBase | None:
         if text.startswith("server_args="):
             return _server_args_unparsed(text, meta)
         return None
+    if text.startswith(("Decode batch", "Prefill batch")):
+        return _runtime_batch(text, meta)
     if env.ts is not None:
         if " NCCL WARN" in text or " NCCL INFO" in text:
             return _nccl(text, meta)
@@ -119,7 +137,21 @@ def _torch(text: str, meta: Meta) -> ev.EventBase | None:
     return _build("torch", text, meta)
 
 
+def _runtime_batch(text: str, meta: Meta) -> ev.EventBase | None:
+    head = _BATCH.match(text)
+    if head is None:
+        return _sglang(text, meta)
+    fields = {m.group("key").strip(): m.group("value").strip() for m in _FIELD.finditer(text, head.end())}
+    stage = "prefill" if text.startswith("Prefill") else "decode"
+    return ev.RuntimeBatch(stage=stage, fields=fields, **_meta(meta))
+
+
 def _http(text: str, meta: Meta) -> ev.EventBase | None:
+    m = _ACCESS.match(text)
+    if m is not None:
+        return ev.HttpAccess(
+            client=m.group("client"), method=m.group("method"), path=m.group("path"), status=int(m.group("status")), **_meta(meta)
+        )
     event = _build("http", text, meta)
     if isinstance(event, ev.HttpServer) and event.state == "other":
         # SGLang sometimes logs its own markers through uvicorn's logger ("INFO:     The server is
