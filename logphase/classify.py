@@ -303,7 +303,7 @@ def _override_disabled(p: Parsed, meta: Meta) -> ev.EventBase:
 
 def _override_adjusted(p: Parsed, meta: Meta) -> ev.EventBase:
     head = p.first("ADJUSTED") or ""
-    m = re.search(r"The ([\w ]+?) (?:size )?is adjusted to $", head)
+    m = re.search(r"The ([\w ]+?) is adjusted to $", head)
     setting = (m.group(1) if m else "setting").strip().lower().replace(" ", "_")
     actual = number(_rest(p))
     return _override(setting, None, None if actual is None else f"{actual:g}", meta)

@@ -87,12 +87,17 @@ def _cmd_parse(args: argparse.Namespace) -> int:
     import orjson
 
     from logphase.engine import BLOCK_SIZE, Engine
+    from logphase.lines import LogicalLine
 
     expect = _parse_expect(args.expect)
     handle, source = _open_input(args.file)
     out = sys.stdout.buffer
+
+    def print_unrecognized(line: LogicalLine) -> None:
+        out.write(f"{line.lineno}: {line.text}\n".encode(errors="replace"))
+
     try:
-        engine = Engine(source=source, since=args.since)
+        engine = Engine(source=source, since=args.since, on_unrecognized=print_unrecognized if args.unrecognized else None)
     except ValueError:
         raise InputError(f"--since: not a time: {args.since!r} (use e.g. '2026-05-09 09:20:00')") from None
 
@@ -115,12 +120,11 @@ def _cmd_parse(args: argparse.Namespace) -> int:
         if handle is not sys.stdin.buffer:
             handle.close()  # type: ignore[attr-defined]
     report = engine.report(expect)
-    if args.unrecognized:
-        for lineno, text in engine.unrecognized_sample:
-            out.write(f"{lineno}: {text}\n".encode())
+    if args.unrecognized or args.events:
+        pass  # already streamed while reading
     elif args.json:
         out.write(orjson.dumps(report.model_dump(mode="json"), option=orjson.OPT_INDENT_2) + b"\n")
-    elif not args.events:
+    else:
         from logphase.render import render_text
 
         out.write(render_text(report).encode())

@@ -277,6 +277,11 @@ def hint(cause: Cause, phase: Phase | None, config: dict[str, Any], facts: dict[
             "A child process died without an error in this log: make sure stderr is captured too (2>&1), "
             "then check `dmesg -T` for kills and segfaults."
         )
+    if cause is Cause.PYTHON_EXCEPTION and facts.get("native_crash"):
+        return (
+            "A process crashed in native code (abort or segfault): the lines just above it name the library "
+            "(CUDA/HIP, NCCL, a kernel); update drivers or the failing kernel's package, or report it upstream."
+        )
     if cause is Cause.PYTHON_EXCEPTION:
         where = f" during {phase.value}" if phase else ""
         return f"An uncaught Python exception{where}: read the traceback at the line given; it is the first failure in time."

@@ -22,6 +22,8 @@ from logphase.report import LinesReport, Report, build_report
 # Raw text kept on an event; the rest of a long line is reachable through its line number.
 MAX_RAW_CHARS = 2000
 KEEP_UNRECOGNIZED = 200
+# "file.py:12: UserWarning: text" is followed by the indented source line (sometimes two)
+WARNING_TAIL_LINES = 2
 
 
 class Engine:
@@ -42,6 +44,7 @@ class Engine:
         self.unrecognized_sample: list[tuple[int, str]] = []
         self._counts = {"events": 0, "unrecognized": 0, "blank": 0, "ignored": 0, "truncated": 0}
         self._truncated_line: int | None = None
+        self._warning_tail = 0  # indented source lines that follow a Python warning
         self._finished = False
 
     # -- public face ------------------------------------------------------------------------------
@@ -126,6 +129,12 @@ class Engine:
                 self._counts["truncated"] += 1
                 self._truncated_line = line.lineno
             return
+        if self._warning_tail:
+            if env.ts is None and text[:1] in " \t" and not text.lstrip().startswith('File "'):
+                self._warning_tail -= 1
+                self._counts["events"] += 1
+                return
+            self._warning_tail = 0
         foreign = foreign_source(env)
         consumed, closed = self._records.offer(env, line.lineno, foreign)
         for event in closed:
@@ -150,6 +159,8 @@ class Engine:
                 self._on_unrecognized(line)
             return
         self._counts["events"] += 1
+        if isinstance(event, ev.PythonWarning):
+            self._warning_tail = WARNING_TAIL_LINES
         self._emit(event, out)
 
     def _meta(self, line: LogicalLine, env: object) -> dict[str, object]:

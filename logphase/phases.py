@@ -72,11 +72,29 @@ TRANSITIONS: dict[str, Transition] = {
     "server_ready": Transition(Phase.READY, Role.BEGIN, server_level=True),
 }
 
-# Scheduler-only markers: printed unprefixed by single-GPU servers (>= 0.4.8), whose one scheduler
-# is then reported as rank TP0.
-SCHEDULER_KINDS = frozenset(k for k, t in TRANSITIONS.items() if not t.server_level and ":" not in k and t.phase is not None) | {
-    "scheduler_ready"
-}
+# SGLang scheduler markers: printed unprefixed by single-GPU servers (>= 0.4.8), whose one scheduler
+# is then reported as rank TP0. Lines of other writers without a rank (Gloo, NCCL, tqdm) stay
+# with the server as a whole.
+SCHEDULER_KINDS = frozenset(
+    {
+        "dist_init_begin",
+        "dist_init_end",
+        "memory_baseline",
+        "nccl_version",
+        "collective_warmup",
+        "weight_load_begin",
+        "weight_load_end",
+        "kv_cache_dtype",
+        "kv_cache_allocated",
+        "mamba_cache_allocated",
+        "swa_memory_pool",
+        "memory_pool_end",
+        "capture_begin",
+        "capture_sizes",
+        "capture_end",
+        "scheduler_ready",
+    }
+)
 
 
 def validate_table(table: dict[str, Transition] | None = None) -> list[str]:

@@ -192,7 +192,7 @@ def _failure(run: Run) -> tuple[FailureReport | None, Phase | None]:
     if run.ready_line is not None and root.event.line > run.ready_line:
         phase = phase if phase is Phase.READY else Phase.READY
     config = run.server_args or {}
-    facts: dict[str, Any] = {"max_capture_bs": run.max_capture_bs}
+    facts: dict[str, Any] = {"max_capture_bs": run.max_capture_bs, "native_crash": root.event.kind == "fatal_signal"}
     minimum = _min_mem_fraction(root.assessment.message)
     if minimum:
         facts["min_mem_fraction_static"] = minimum
