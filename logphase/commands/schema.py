@@ -1,0 +1,27 @@
+"""Print the JSON schema of the report (``--json``) and of the events (``--events``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from logphase.cli import EXIT_READY
+
+NAME = "schema"
+HELP = "print the JSON schema of the report and of the events"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    del p  # no options
+
+
+def run(args: argparse.Namespace) -> int:
+    import orjson
+    from pydantic import TypeAdapter
+
+    from logphase.events import Event
+    from logphase.report import Report
+
+    schema = {"report": Report.model_json_schema(), "event": TypeAdapter(Event).json_schema()}
+    sys.stdout.buffer.write(orjson.dumps(schema, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
+    return EXIT_READY
