@@ -68,9 +68,16 @@ class Engine:
         self._finished = True
         return out
 
-    def report(self, expect: dict[str, str] | None = None) -> Report:
+    def has_open_records(self) -> bool:
+        return bool(self._records.open)
+
+    def open_records_complete(self) -> bool:
+        """True when every open traceback has reached its exception line."""
+        return all(r.exceptions or r.fatal_message is not None for r in self._records.open.values())
+
+    def report(self, expect: dict[str, str] | None = None, include_open: bool = True) -> Report:
         machine = self._machine
-        pending = self._records.peek_all()
+        pending = self._records.peek_all() if include_open else []
         if pending:
             # an open traceback counts already (a killed process never finishes its record)
             machine = copy.deepcopy(machine)

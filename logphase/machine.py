@@ -201,8 +201,6 @@ class PhaseMachine:
             track.close(phase, ts, line)
             return
         if track.phase is None or phase.index > track.phase.index:
-            if transition.role is Role.WEAK and track.phase is not None:
-                return
             track.enter(phase, ts, line)
         if phase is Phase.READY:
             track.close(phase, ts, line)

@@ -248,6 +248,11 @@ def _phases(run: Run, failure: FailureReport | None) -> list[PhaseReport]:
         end = None if open_any and failure is None else (max(ends) if ends else None)
         if failure is not None and open_any:
             end = failure_ts(run)
+        if phase is Phase.LAUNCH:
+            # the main process prints little after launching: launch ends where any rank starts work
+            later = [s.start for t in run.tracks.values() for p, s in t.spans.items() if p is not Phase.LAUNCH and s.start]
+            if later and (end is None or min(later) < end):
+                end = min(later)
         out.append(
             PhaseReport(
                 name=phase,
