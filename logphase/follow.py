@@ -18,6 +18,7 @@ from typing import Any, BinaryIO
 from logphase.engine import Engine
 from logphase.phases import PHASE_ORDER, Phase
 from logphase.report import Report
+from logphase.watch import ChangeWaiter
 
 Record = dict[str, Any]
 
@@ -312,6 +313,19 @@ def follow_file(
     truncation (a new Follower: line numbers restart with the file) and rotation (the old file is
     read to its end first)."""
     options = options or FollowOptions()
+    waiter = ChangeWaiter(path, options.poll_interval) if sleep is time.sleep else None
+    # with inotify, wake at least this often anyway (network filesystems send no events)
+    recheck = 1.0 if waiter is not None and waiter.event_driven else options.poll_interval
+
+    def pause(now: float) -> None:
+        wait = min(recheck, follower.next_deadline(now))
+        if options.timeout is not None:
+            wait = min(wait, max(0.0, options.timeout - (now - start)))
+        if waiter is not None:
+            waiter.wait(wait)
+        else:
+            sleep(min(wait, options.poll_interval))
+
     start_wall, start = time.time(), clock()
     follower = Follower(path, options, now=start)
     if on_follower:
@@ -342,7 +356,7 @@ def follow_file(
                         waiting_said = True
                         yield {"kind": "waiting", "message": f"{path} does not exist yet; waiting for it"}
                     yield from follower.tick(now)
-                    sleep(options.poll_interval * 5)
+                    pause(now)
                     continue
             data = handle.read(READ_SIZE)
             if data:
@@ -393,11 +407,13 @@ def follow_file(
                     on_follower(follower)
                 continue
             yield from follower.tick(clock())
-            sleep(options.poll_interval)
+            pause(clock())
         yield follower.summary()
     finally:
         if handle is not None:
             handle.close()
+        if waiter is not None:
+            waiter.close()
 
 
 def _successor(old: Follower, path: str, options: FollowOptions) -> Follower:
