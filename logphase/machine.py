@@ -62,6 +62,10 @@ class Track:
         self.phase = phase
         self.spans[phase] = Span(ts, line)
 
+    def reopen(self, phase: Phase) -> None:
+        span = self.spans[phase]
+        span.end, span.end_line = None, None
+
     def close(self, phase: Phase | None, ts: str | None, line: int) -> None:
         if phase is None or self.phase is not phase:
             return
@@ -175,6 +179,44 @@ class PhaseMachine:
             track = run.tracks.get(event.rank) or run.tracks.get(self._default_rank(event))
             run.incidents.append(Incident(event, assessment, track.phase if track else None))
 
+    def feed_plain(self, stamps: list[bytes], first_line: int) -> int:
+        """What ``feed`` does with events that carry nothing but their time (no transition, fact
+        or assessment: batch statistics, access lines once ready), for consecutive lines from
+        ``first_line`` on, given their raw timestamps (b'YYYY-MM-DD HH:MM:SS[.fff]'). Returns how
+        many it took; the line after them moves the clock back into a new run and needs ``feed``."""
+        if not stamps:
+            return 0
+        run = self.run
+        last = run.last_ts
+        taken = len(stamps)
+        if stamps == sorted(stamps):
+            # the first is the earliest: only it can be a jump back, and then it is the first line
+            low = stamps[0].decode("ascii").replace(" ", "T", 1)
+            if last is not None and low < last:
+                back = seconds_between(low, last)
+                if back is not None and back > CLOCK_JUMP_BACK_S:
+                    return 0
+            high = stamps[-1].decode("ascii").replace(" ", "T", 1)
+            if last is None or high > last:
+                last = high
+        else:
+            for i, raw in enumerate(stamps):
+                ts = raw.decode("ascii").replace(" ", "T", 1)
+                if last is None or ts > last:
+                    last = ts
+                elif ts < last:
+                    back = seconds_between(ts, last)
+                    if back is not None and back > CLOCK_JUMP_BACK_S:
+                        taken = i
+                        break
+            if not taken:
+                return 0
+        if run.first_ts is None:
+            run.first_ts = stamps[0].decode("ascii").replace(" ", "T", 1)
+        run.last_ts = last
+        run.last_line = max(run.last_line, first_line + taken - 1)
+        return taken
+
     # -- transitions ----------------------------------------------------------------------------
 
     @staticmethod
@@ -202,6 +244,10 @@ class PhaseMachine:
             return
         if track.phase is None or phase.index > track.phase.index:
             track.enter(phase, ts, line)
+        elif phase is track.phase:
+            # another capture (piecewise, draft, prefill) or a second pool after the first ended:
+            # the phase goes on until its last end marker
+            track.reopen(phase)
         if phase is Phase.READY:
             track.close(phase, ts, line)
 

@@ -140,7 +140,8 @@ def build_report(
     outcome: Outcome = "failed" if failure else ("ready" if ready else "starting")
     phase = failure_phase if failure else run.furthest_phase()
     ranks = sorted((r for r in run.tracks if r is not None), key=rank_sort_key)
-    end_ts = run.ready_ts if ready and not failure else (failure_ts(run) if failure else run.last_ts)
+    # startup ends at ready, even if the server failed later while serving
+    end_ts = run.ready_ts if ready else (failure_ts(run) if failure else run.last_ts)
     warnings = _warnings(machine, run, expect or {}, truncated_line)
     return Report(
         source=source,
@@ -224,12 +225,16 @@ def _phases(run: Run, failure: FailureReport | None) -> list[PhaseReport]:
         starts: list[str] = []
         ends: list[str] = []
         open_any = False
+        ranked = any(rank is not None and phase in track.spans for rank, track in run.tracks.items())
         for rank, track in run.tracks.items():
             span = track.spans.get(phase)
             if span is None:
                 continue
             if span.start is not None:
                 starts.append(span.start)
+            if rank is None and ranked:
+                # rank-less lines (progress bars, Gloo) can open a phase; the ranks say when it ended
+                continue
             if span.end is not None:
                 ends.append(span.end)
             elif span.end_line is None:
@@ -345,7 +350,7 @@ def _expectations(run: Run, expect: dict[str, str]) -> list[WarningReport]:
             out.append(
                 WarningReport(
                     kind="stale_log",
-                    message=f"{key}: the log says {actual!r} but you launched with {wanted!r}: stale log or ignored parameter",
+                    message=f"{key}: the log says {actual} but you launched with {wanted}: stale log or ignored parameter",
                     line=run.server_args_line,
                 )
             )
