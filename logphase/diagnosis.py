@@ -46,6 +46,8 @@ _RULES: tuple[tuple[Cause, re.Pattern[str]], ...] = (
             r"|Not enough GPU memory for hybrid|state cache is too small to serve|Not enough space for mamba cache"
         ),
     ),
+    # "Rank 1 scheduler died during initialization (exit code: -9). ... the OS OOM killer": host RAM
+    (Cause.KILLED, re.compile(r"exit code:? -9\b|\(SIGKILL\)|OOM killer")),
     (Cause.CUDA_OOM, re.compile(r"out of memory|OutOfMemoryError|Out of memory", re.IGNORECASE)),
     (
         Cause.DISTRIBUTED_TIMEOUT,

@@ -87,6 +87,7 @@ class Run:
     start_line: int
     first_ts: str | None = None
     last_ts: str | None = None
+    clock_by_writer: dict[str | None, str] = field(default_factory=dict)
     tracks: dict[str | None, Track] = field(default_factory=dict)
     server_args: dict[str, Any] | None = None
     server_args_line: int | None = None
@@ -141,16 +142,33 @@ class PhaseMachine:
 
     def feed(self, event: ev.EventBase) -> None:
         run = self.run
+        if event.line < run.start_line:
+            # a multi-line record that began before this run started and closed only now
+            # (its lines interleaved with the next run's first ones): it belongs where it began
+            earlier = next(r for r in reversed(self.runs) if r.start_line <= event.line)
+            self._fold(earlier, event, TRANSITIONS.get(transition_key(event.kind, _detail(event, earlier))))
+            return
         ts = event.ts
-        if ts is not None and not event.ts_inherited and run.last_ts is not None:
-            back = seconds_between(ts, run.last_ts)
+        if ts is not None and not event.ts_inherited:
+            # each writer's clock only moves forward; ranks interleave, so compare within a writer
+            previous = run.clock_by_writer.get(event.rank)
+            back = seconds_between(ts, previous) if previous is not None else None
             if back is not None and back > CLOCK_JUMP_BACK_S:
                 run = self._new_run(event.line)
+            if previous is None or ts > previous:
+                run.clock_by_writer[event.rank] = ts
         kind = event.kind
-        if kind == "server_args" and (run.server_args is not None or run.has_progress() or run.finished):
+        later = ts is None or run.last_ts is None or ts > run.last_ts
+        if kind == "server_args" and (
+            run.server_args is not None
+            # ranks already working or done: a relaunch, unless the dump is older than their lines
+            # (it was printed first and merely reached the file late)
+            or ((run.has_progress() or run.finished) and later)
+        ):
             run = self._new_run(event.line)
+            later = True
         transition = TRANSITIONS.get(transition_key(kind, _detail(event, run)))
-        if transition is not None and transition.role is Role.BEGIN and run.finished:
+        if transition is not None and transition.role is Role.BEGIN and run.finished and later:
             track = self._track_key(event, transition)
             current = run.tracks.get(track)
             if transition.phase is Phase.LAUNCH or (
@@ -160,6 +178,10 @@ class PhaseMachine:
                 and transition.phase.index < current.phase.index
             ):
                 run = self._new_run(event.line)
+        self._fold(run, event, transition)
+
+    def _fold(self, run: Run, event: ev.EventBase, transition: Transition | None) -> None:
+        ts, kind = event.ts, event.kind
         if ts is not None:
             if run.first_ts is None:
                 run.first_ts = ts
@@ -168,6 +190,13 @@ class PhaseMachine:
         run.last_line = max(run.last_line, event.end_line or event.line)
         if transition is not None:
             self._apply(run, event, transition)
+        if kind == "server_args":
+            # the run starts here even when the dump reached the file after the ranks' first lines
+            main = run.tracks.setdefault(None, Track())
+            if Phase.LAUNCH not in main.spans:
+                main.spans[Phase.LAUNCH] = Span(ts, event.line)
+                if main.phase is None:
+                    main.phase = Phase.LAUNCH
         self._facts(run, event)
         if isinstance(event, ev.Shutdown) and run.shutdown_line is None:
             run.shutdown_line = event.line
@@ -192,7 +221,7 @@ class PhaseMachine:
         if stamps == sorted(stamps):
             # the first is the earliest: only it can be a jump back, and then it is the first line
             low = stamps[0].decode("ascii").replace(" ", "T", 1)
-            if last is not None and low < last:
+            if last is not None:
                 back = seconds_between(low, last)
                 if back is not None and back > CLOCK_JUMP_BACK_S:
                     return 0

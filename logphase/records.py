@@ -90,12 +90,14 @@ class RecordAssembler:
         if record is None:
             return False, []
         text = env.message if env.ts is None else ""
-        if env.ts is not None or (foreign and record.state != "frames"):
-            if record.state == "frames" and stream is None:
-                return False, []  # interleaved writer; the traceback goes on after it
+        if env.ts is not None or foreign:
+            # Another writer's line. Only a stamped line of the record's own writer ends it (or, for
+            # a rank-prefixed stream, any line of that rank): other ranks interleave mid-record,
+            # even between the parts of a chained traceback.
+            same_writer = env.ts is not None and env.rank == record.meta.get("rank")
+            if stream is None and (record.state == "frames" or not same_writer):
+                return False, []
             return False, self.close(stream)
-        if foreign:
-            return False, []
         consumed = self._continue(record, text)
         if consumed:
             record.lines += 1

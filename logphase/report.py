@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -176,7 +177,9 @@ def failure_ts(run: Run) -> str | None:
 def _root(run: Run) -> Incident | None:
     roots = [i for i in run.incidents if i.assessment.severity is Severity.ROOT]
     if roots:
-        return min(roots, key=lambda i: (i.event.ts or "", i.event.line))
+        # first in time; within one second (the log's resolution) the lowest rank, so that the
+        # answer does not depend on how the ranks' writes happened to interleave
+        return min(roots, key=lambda i: (i.event.ts or "", rank_sort_key(i.event.rank or ""), i.event.line))
     echoes = [i for i in run.incidents if i.assessment.severity is Severity.ECHO]
     for cause in ECHO_PREFERENCE:
         for incident in echoes:
@@ -201,7 +204,7 @@ def _failure(run: Run) -> tuple[FailureReport | None, Phase | None]:
     report = FailureReport(
         cause=root.assessment.cause,
         phase=phase,
-        rank=root.event.rank,
+        rank=root.event.rank or _rank_named_in(root.assessment.message, run),
         line=root.event.line,
         message=root.assessment.message[:2000],
         hint=hint(root.assessment.cause, phase, config, facts),
@@ -210,9 +213,16 @@ def _failure(run: Run) -> tuple[FailureReport | None, Phase | None]:
     return report, phase
 
 
-def _min_mem_fraction(message: str) -> str | None:
-    import re
+def _rank_named_in(message: str, run: Run) -> str | None:
+    """The main process names a dead scheduler by index ("Rank 1 scheduler died ..."): that is TP1."""
+    m = re.search(r"Rank (\d+) scheduler", message)
+    if m is None:
+        return None
+    wanted = f"TP{m.group(1)}"
+    return next((r for r in run.tracks if r is not None and wanted in r.split()), wanted)
 
+
+def _min_mem_fraction(message: str) -> str | None:
     m = re.search(r"Raise --mem-fraction-static above ([\d.]+)", message)
     return m.group(1) if m else None
 

@@ -1,0 +1,316 @@
+"""Property-based robustness over every fixture (issue 4).
+
+Profiles (tests/conftest.py): HYPOTHESIS_PROFILE=ci (15 examples a property and fixture,
+derandomized; CI sets CI=true), dev (40, the default locally), long (500).
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from logphase import Engine
+from logphase.lines import LineSplitter
+from logphase.phases import PHASE_ORDER
+from logphase.report import Report
+from tests.conftest import fixture_logs
+
+FIXTURES = fixture_logs()
+FIXTURE_BYTES = {p.name: p.read_bytes() for p in FIXTURES}
+ids = [p.stem for p in FIXTURES]
+
+
+def report_of(data: bytes, cuts: list[int] | None = None) -> Report:
+    engine = Engine(source="x")
+    last = 0
+    for cut in sorted(set(cuts or [])):
+        engine.feed(data[last:cut])
+        last = cut
+    engine.feed(data[last:])
+    engine.finish()
+    return engine.report()
+
+
+def verdict(r: Report) -> dict[str, Any]:
+    f = r.failure
+    return {
+        "outcome": r.outcome,
+        "phase": r.phase,
+        "cause": f.cause if f else None,
+        "rank": f.rank if f else None,
+        "phases": [p.name for p in r.phases],
+        "runs": r.runs,
+    }
+
+
+def phase_index(phase: object) -> int:
+    return -1 if phase is None else PHASE_ORDER.index(phase)  # type: ignore[arg-type]
+
+
+def assert_conserved(r: Report) -> None:
+    lines = r.lines
+    assert lines.total == lines.events + lines.unrecognized + lines.blank + lines.ignored + lines.truncated
+
+
+# -- never raises, nothing lost ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", FIXTURE_BYTES, ids=ids)
+@given(data=st.data())
+def test_garbage_anywhere_never_raises(name: str, data: st.DataObject) -> None:
+    log = bytearray(FIXTURE_BYTES[name])
+    for _ in range(data.draw(st.integers(1, 5))):
+        pos = data.draw(st.integers(0, len(log)))
+        log[pos:pos] = data.draw(st.binary(min_size=1, max_size=200) | st.sampled_from([b"\x00" * 50, b"\xff\xfe", b"\r" * 30]))
+    r = report_of(bytes(log))
+    assert_conserved(r)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [b"", b"\r" * 10000, b"\x00" * 5000, b"x" * (20 * 1024 * 1024), b"\xff" * 100000, b"\n" * 1000, bytes(range(256)) * 1000],
+    ids=["empty", "only-cr", "nul", "20MB-line", "invalid-utf8", "only-newlines", "binary"],
+)
+def test_pathological_inputs(data: bytes) -> None:
+    r = report_of(data, cuts=[len(data) // 3, len(data) // 2])
+    assert r.outcome == "starting"
+    assert_conserved(r)
+
+
+# -- chunking --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", FIXTURE_BYTES, ids=ids)
+@given(data=st.data())
+def test_chunking_invariance(name: str, data: st.DataObject) -> None:
+    log = FIXTURE_BYTES[name]
+    cuts = data.draw(st.lists(st.integers(0, len(log)), max_size=30))
+    assert report_of(log, cuts) == report_of(log)
+
+
+@pytest.mark.parametrize("name", FIXTURE_BYTES, ids=ids)
+def test_one_byte_at_a_time(name: str) -> None:
+    log = FIXTURE_BYTES[name]
+    assert report_of(log, list(range(len(log)))) == report_of(log)
+
+
+# -- conservation ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", FIXTURE_BYTES, ids=ids)
+def test_every_line_accounted_for(name: str) -> None:
+    log = FIXTURE_BYTES[name]
+    r = report_of(log)
+    assert_conserved(r)
+    splitter = LineSplitter()
+    logical = splitter.feed(log) + splitter.finish()
+    assert r.lines.total == len(logical)
+    assert r.lines.physical == log.count(b"\n") + (0 if log.endswith(b"\n") or not log else 1)
+
+
+# -- truncation --------------------------------------------------------------------------------------
+
+
+def _decisive_offset(log: bytes, full: Report) -> int | None:
+    """Byte offset just past the line that decides the outcome (ready line or root cause)."""
+    line = full.failure.line if full.failure else None
+    if line is None and full.outcome == "ready":
+        starts = [m.start() for m in re.finditer(rb"The server is fired up and ready to roll", log)]
+        if not starts:
+            return None
+        line = log.count(b"\n", 0, starts[-1]) + 1
+    if line is None:
+        return None
+    pos = 0
+    for _ in range(line):
+        nxt = log.find(b"\n", pos)
+        if nxt < 0:
+            return len(log)
+        pos = nxt + 1
+    return pos
+
+
+@pytest.mark.parametrize("name", FIXTURE_BYTES, ids=ids)
+@given(data=st.data())
+def test_truncation(name: str, data: st.DataObject) -> None:
+    log = FIXTURE_BYTES[name]
+    full = report_of(log)
+    cut = data.draw(st.integers(0, len(log)))
+    r = report_of(log[:cut])
+    assert_conserved(r)
+    if r.runs == full.runs:
+        assert phase_index(r.phase) <= phase_index(full.phase)
+        decisive = _decisive_offset(log, full)
+        if decisive is not None and cut >= decisive:
+            assert r.outcome == full.outcome
+    assert r.outcome in ("starting", "failed", "ready")
+    if r.runs == full.runs and r.outcome != full.outcome:
+        assert r.outcome == "starting"
+    partial = cut > 0 and log[cut - 1 : cut] not in (b"\n", b"\r") and cut < len(log)
+    if partial:
+        tail = log[:cut].rsplit(b"\n", 1)[-1].rsplit(b"\r", 1)[-1]
+        if tail.strip() and b"%|" not in tail and b"% Completed" not in tail:
+            assert r.lines.truncated == 1
+            assert any(w.kind == "truncated_input" for w in r.warnings)
+
+
+# -- interleaving ------------------------------------------------------------------------------------
+
+_STAMPED = re.compile(rb"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?(?P<tags>(?: [A-Z_]+\d+)*)\]")
+_TORCH_RANK = re.compile(rb"^\[(rank\d+)\]:")
+
+
+_GLUED = re.compile(rb"(?<=.)(?=\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)")
+
+
+def _unglued(log: bytes) -> list[bytes]:
+    """Physical lines, with lines of two writers glued together split apart again."""
+    out: list[bytes] = []
+    for line in log.splitlines(keepends=True):
+        parts = _GLUED.split(line)
+        out.extend(part if part.endswith(b"\n") else part + b"\n" for part in parts if part)
+    return out
+
+
+def split_streams(log: bytes) -> dict[bytes, list[bytes]]:
+    """Per-writer streams of records. A stamped line belongs to its rank tags (the main process:
+    b''), a torchrun-prefixed line to its rank; the unprefixed lines after a line continue its
+    record (a logged traceback is one write, so writers interleave whole records); tqdm bars come
+    from rank 0."""
+    streams: dict[bytes, list[bytes]] = {}
+    current = b"?"
+    for line in _unglued(log):
+        m = _STAMPED.match(line)
+        t = _TORCH_RANK.match(line)
+        if m:
+            current = m.group("tags").strip() or b""
+            streams.setdefault(current, []).append(line)
+        elif t:
+            current = t.group(1)
+            streams.setdefault(current, []).append(line)
+        elif b"%|" in line or b"% Completed" in line:
+            streams.setdefault(_rank0(streams), []).append(line)
+        elif streams.get(current):
+            streams[current][-1] += line
+        else:
+            streams.setdefault(current, []).append(line)
+    return streams
+
+
+def _rank0(streams: dict[bytes, list[bytes]]) -> bytes:
+    ranked = sorted(k for k in streams if k not in (b"", b"?"))
+    return ranked[0] if ranked else b"?"
+
+
+# multi-rank fixtures that end with a newline (a cut last line cannot be moved around)
+MULTI_RANK = [
+    n for n, b in FIXTURE_BYTES.items() if b.endswith(b"\n") and len([k for k in split_streams(b) if k not in (b"", b"?")]) > 1
+]
+
+
+@pytest.mark.parametrize("name", MULTI_RANK)
+@given(seed=st.integers(0, 2**32 - 1), glue=st.booleans())
+def test_interleaving_keeps_the_verdict(name: str, seed: int, glue: bool) -> None:
+    log = FIXTURE_BYTES[name]
+    rng = random.Random(seed)
+    merged: list[bytes] = []
+    # runs follow each other in time: writers interleave within a run, not across runs
+    for segment in re.split(rb"(?m)^(?=\[[^\]]*\] server_args=)", log):
+        streams = {k: list(v) for k, v in split_streams(segment).items()}
+        keys = list(streams)
+        while keys:
+            key = rng.choice(keys)
+            # a writer emits a few records before another gets a turn
+            for _ in range(rng.randint(1, 4)):
+                if not streams[key]:
+                    break
+                line = streams[key].pop(0)
+                if glue and merged and _STAMPED.match(line) and rng.random() < 0.3 and merged[-1].endswith(b"\n"):
+                    merged[-1] = merged[-1][:-1]  # unbuffered writers: no newline before the next rank's line
+                merged.append(line)
+            keys = [k for k in keys if streams[k]]
+    full, mixed = verdict(report_of(log)), verdict(report_of(b"".join(merged)))
+    for key in ("outcome", "cause", "rank", "runs"):
+        assert mixed[key] == full[key], key
+    assert set(mixed["phases"]) == set(full["phases"])
+
+
+# -- noise -----------------------------------------------------------------------------------------
+
+NOISE = [
+    b"\rFetching 4 files:  25%|##5       | 1/4 [00:01<00:03,  1.00s/it]\rFetching 4 files:  50%|#####     | 2/4 [00:02<00:02,  1.00s/it]\n",
+    b"gpu-node-7:4242:4242 [0] NCCL INFO Channel 00/32 :    0   1   2   3\n",
+    b"gpu-node-7:4242:4313 [1] NCCL INFO comm 0x55d1 rank 1 nRanks 2 nNodes 1 localRanks 2 localRank 1 MNNVL 0\n",
+    b"\n",
+    b"\n\n",
+]
+
+
+def _ansi(line: bytes, rng: random.Random) -> bytes:
+    pos = rng.randint(0, max(0, len(line.rstrip(b"\n"))))
+    return line[:pos] + rng.choice([b"\x1b[32m", b"\x1b[0m", b"\x1b[1;31m"]) + line[pos:]
+
+
+@pytest.mark.parametrize("name", FIXTURE_BYTES, ids=ids)
+@given(seed=st.integers(0, 2**32 - 1), crlf=st.booleans())
+def test_noise_keeps_the_verdict(name: str, seed: int, crlf: bool) -> None:
+    log = FIXTURE_BYTES[name]
+    rng = random.Random(seed)
+    lines = log.splitlines(keepends=True)
+    noisy: list[bytes] = []
+    in_traceback = False
+    for line in lines:
+        stripped = line.lstrip()
+        if b"Traceback (most recent call last)" in line:
+            in_traceback = True
+        elif _STAMPED.match(line):
+            in_traceback = False
+        # noise goes between records, not inside a traceback's message (a blank line ends it)
+        if not in_traceback and not stripped.startswith((b"File ", b"raise")) and rng.random() < 0.25:
+            noisy.append(rng.choice(NOISE))
+        noisy.append(_ansi(line, rng) if rng.random() < 0.2 else line)
+    text = b"".join(noisy)
+    if crlf:
+        text = text.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")
+    assert verdict(report_of(text)) == verdict(report_of(log))
+
+
+# -- unknown future lines ---------------------------------------------------------------------------
+
+
+@given(
+    tags=st.lists(st.sampled_from(["DP0", "TP3", "EP1", "PP1", "ATTN_CP2", "MOE_DP1", "CP0"]), max_size=4, unique=True),
+    message=st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\n"), max_size=300),
+)
+def test_unknown_sglang_messages(tags: list[str], message: str) -> None:
+    prefix = "[2026-05-09 09:20:26" + "".join(" " + t for t in tags) + "] "
+    r = report_of((prefix + message + "\n").encode())
+    assert_conserved(r)
+    assert r.lines.total == 1
+
+
+@given(extra=st.lists(st.from_regex(r"[a-z_]{1,12}=[0-9a-z.]{1,8}", fullmatch=True), min_size=1, max_size=4))
+def test_extra_fields_on_known_messages(extra: list[str]) -> None:
+    suffix = ", " + ", ".join(extra)
+    lines = [
+        "[2026-05-09 09:20:03 TP0] Load weight begin. avail mem=47.00 GB" + suffix,
+        "[2026-05-09 09:20:20 TP0] Load weight end. elapsed=17.00 s, type=M, avail mem=20.00 GB, mem usage=27.00 GB" + suffix,
+        "[2026-05-09 09:20:23 TP0] Capture cuda graph begin. This can take up to several minutes. avail mem=6.90 GB" + suffix,
+    ]
+    engine = Engine()
+    events = engine.feed(("\n".join(lines) + "\n").encode())
+    assert [e.kind for e in events] == ["weight_load_begin", "weight_load_end", "capture_begin"]
+    assert events[0].avail_mem_gb == 47.0  # type: ignore[attr-defined]
+    assert events[1].elapsed_s == 17.0  # type: ignore[attr-defined]
+    assert engine.report().phase is not None and engine.report().phase.value == "cuda_graph_capture"
+
+
+def test_fixture_list_is_the_real_one() -> None:
+    assert len(FIXTURES) >= 13 and all(isinstance(p, Path) for p in FIXTURES)
+    assert len(MULTI_RANK) >= 5
