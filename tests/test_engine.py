@@ -121,3 +121,76 @@ def test_feed_returns_events_incrementally() -> None:
     assert engine.report().phase.value == "distributed_init"
     second = engine.feed(b" begin. avail mem=1.00 GB\n")
     assert [e.kind for e in second] == ["weight_load_begin"] and second[0].line == 2
+
+
+# -- regressions found by the properties in tests/test_properties.py ------------------------------
+
+
+def test_interleaved_ranks_far_apart_in_time_are_one_run() -> None:
+    # TP1's early lines reach the file after TP0's later ones: not a clock jump of the run
+    text = (
+        "[2026-05-09 09:20:00] server_args=ServerArgs(model_path='m', tp_size=2)\n"
+        "[2026-05-09 09:25:00 TP0] Load weight begin. avail mem=40.00 GB\n"
+        "[2026-05-09 09:20:02 TP1] Init torch distributed begin.\n"
+    )
+    assert parse_text(text).runs == 1
+
+
+def test_writer_clock_going_back_is_a_new_run() -> None:
+    text = (
+        "[2026-05-09 09:25:00 TP0] Load weight begin. avail mem=40.00 GB\n"
+        "[2026-05-09 09:20:02 TP0] Init torch distributed begin.\n"
+    )
+    assert parse_text(text).runs == 2
+
+
+def test_late_server_args_dump_belongs_to_the_run() -> None:
+    text = (
+        "[2026-05-09 09:20:02 TP0] Init torch distributed begin.\n"
+        "[2026-05-09 09:20:00] server_args=ServerArgs(model_path='m', tp_size=1)\n"
+    )
+    r = parse_text(text)
+    assert r.runs == 1 and r.phases[0].name.value == "launch" and r.config["model_path"] == "m"
+
+
+def test_chained_traceback_survives_other_ranks_in_between() -> None:
+    text = (
+        "[2026-05-09 09:20:02 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+        '  File "/sglang/srt/model_executor/cuda_graph_runner.py", line 1, in capture\n'
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n"
+        "\n"
+        "[2026-05-09 09:20:02 TP1] Capture cuda graph begin. This can take up to several minutes. avail mem=6.00 GB\n"
+        "During handling of the above exception, another exception occurred:\n"
+        "\n"
+        "Traceback (most recent call last):\n"
+        '  File "/sglang/srt/managers/scheduler.py", line 9, in run_scheduler_process\n'
+        "Exception: Capture cuda graph failed: CUDA out of memory.\n"
+    )
+    r = parse_text(text)
+    assert r.failure is not None and r.failure.rank == "TP0" and r.failure.cause.value == "cuda_oom"
+    assert r.failure.message.startswith("Exception: Capture cuda graph failed")
+
+
+def test_same_second_failures_pick_the_lowest_rank_whatever_the_order() -> None:
+    def failing(rank: str) -> str:
+        return (
+            f"[2026-05-09 09:20:21 {rank}] Scheduler hit an exception: Traceback (most recent call last):\n"
+            '  File "/sglang/srt/model_executor/model_runner.py", line 20, in init_memory_pool\n'
+            "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.\n\n"
+        )
+
+    for text in (failing("TP1") + failing("TP0"), failing("TP0") + failing("TP1")):
+        r = parse_text(text)
+        assert r.failure is not None and r.failure.rank == "TP0"
+
+
+def test_oom_killer_names_the_rank() -> None:
+    text = (
+        "[2026-05-09 09:20:02 TP1] Load weight begin. avail mem=40.00 GB\n"
+        "Traceback (most recent call last):\n"
+        '  File "/sglang/srt/entrypoints/engine.py", line 5, in _launch_subprocesses\n'
+        "RuntimeError: Rank 1 scheduler died during initialization (exit code: -9). If exit code is -9 (SIGKILL), "
+        "a common cause is the OS OOM killer.\n"
+    )
+    r = parse_text(text)
+    assert r.failure is not None and r.failure.cause.value == "killed" and r.failure.rank == "TP1"
