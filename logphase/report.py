@@ -134,8 +134,12 @@ def build_report(
     source: str,
     expect: dict[str, str] | None = None,
     truncated_line: int | None = None,
+    run_index: int | None = None,
 ) -> Report:
-    run = machine.run
+    """The report on the last run, or on run ``run_index`` (1-based) of the file."""
+    if run_index is not None and not 1 <= run_index <= len(machine.runs):
+        raise ValueError(f"run {run_index} does not exist: the log holds {len(machine.runs)} run(s)")
+    run = machine.runs[run_index - 1] if run_index is not None else machine.run
     failure, failure_phase = _failure(run)
     ready = run.ready_line is not None
     outcome: Outcome = "failed" if failure else ("ready" if ready else "starting")
@@ -143,7 +147,7 @@ def build_report(
     ranks = sorted((r for r in run.tracks if r is not None), key=rank_sort_key)
     # startup ends at ready, even if the server failed later while serving
     end_ts = run.ready_ts if ready else (failure_ts(run) if failure else run.last_ts)
-    warnings = _warnings(machine, run, expect or {}, truncated_line)
+    warnings = _warnings(machine, run, expect or {}, truncated_line if run is machine.run else None)
     return Report(
         source=source,
         outcome=outcome,
@@ -297,7 +301,8 @@ def _warnings(machine: PhaseMachine, run: Run, expect: dict[str, str], truncated
             WarningReport(
                 kind="multiple_runs",
                 message=f"this file holds {len(machine.runs)} runs; "
-                f"the report describes the last one, from line {run.start_line}",
+                f"the report describes {'the last one' if run is machine.run else f'run {run.index}'}, "
+                f"from line {run.start_line}",
                 line=run.start_line,
             )
         )
