@@ -58,6 +58,50 @@ def _compile_fast_paths() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[
 
 
 _ACCESS, _BATCH, _FIELD = _compile_fast_paths()
+_NCCL_INFO = re.compile(rf"(?P<origin>{terminal_pattern('nccl', 'NCCL_ORIGIN')}) NCCL INFO(?: (?P<rest>.*))?", re.DOTALL)
+
+
+def _compile_plain_lines() -> tuple[re.Pattern[bytes], re.Pattern[bytes]]:
+    """Physical lines whose events only move the clock: ``[ts TP0] Decode batch, ...``,
+    ``[ts TP0] Prefill batch, ...`` and uvicorn access lines, which fill a served log. Each line
+    either pattern matches is one that classify() turns into ``RuntimeBatch`` / ``HttpAccess``
+    through the fast paths above: its message starts with what _BATCH / _ACCESS accept and is no
+    longer than MAX_PARSE_CHARS (every part is bounded). Returns (one line: "\\n" and the line up to
+    its own "\\n", which is left for the next match, group 1 its timestamp; one or more lines,
+    anchored at a line start, each through its "\\n"). Matching the "\\n" before a line instead of
+    ``(?m)^`` makes the regex engine skip ahead by a literal: a third faster. The timestamp is any 19 bytes here: digit by
+    digit the regex costs a third more, so the engine checks the shape of all of them at once
+    (``YYYY-MM-DD HH:MM:SS``, what prefix.lark's TIMESTAMP accepts without fractions). Only for
+    ASCII text without ``\\r``, ``\\x1b`` and ``\\x1c``-``\\x1f`` (str ``\\s`` has those, bytes
+    ``\\s`` not): lines.LineSplitter checks that.
+    The engine adds the conditions that depend on state (access lines before ready may be
+    warmup evidence, NCCL text, open tracebacks)."""
+
+    def term(source: str, name: str, bound: int) -> bytes:
+        # the grammar's terminal with each + bounded: a longer line takes the long way
+        return terminal_pattern(source, name).replace("+", f"{{1,{bound}}}").encode()
+
+    stamp = rb"(.{19})"
+    tags = rb"(?: (?:" + terminal_pattern("prefix", "RANK_TAG").encode() + rb"))*"
+    batch = rb"(?:Prefill|Decode) batch(?: \[\d{1,20}\])?[.,][^\n]{0,4000}"
+    access = (
+        rb"INFO: {1,64}"
+        + term("http", "CLIENT", 256)
+        + rb' - "'
+        + term("http", "METHOD", 16)
+        + rb" "
+        + term("http", "PATH", 2048)
+        + rb" "
+        + term("http", "PROTOCOL", 16)
+        + rb'" \d{1,9}[^\n]{0,1024}'
+    )
+    # longest messages: batch 13 + 23 + 1 + 4000, access 5 + 64 + 256 + 4 + 16 + 1 + 2048 + 1 + 5 + 16 + 2 + 9 + 1024
+    assert MAX_PARSE_CHARS >= 4037
+    line = rb"\[" + stamp + tags + rb"\] (?:" + batch + rb"|" + access + rb")"
+    return re.compile(rb"\n" + line + rb"(?=\n)"), re.compile(rb"(?m)^(?:" + line.replace(b"(.{19})", b".{19}") + rb"\n)+")
+
+
+PLAIN_LINE, PLAIN_RUN = _compile_plain_lines()
 
 
 def foreign_source(env: Envelope) -> bool:
@@ -130,6 +174,20 @@ def _sglang(text: str, meta: Meta) -> ev.EventBase | None:
 
 
 def _nccl(text: str, meta: Meta) -> ev.EventBase | None:
+    m = _NCCL_INFO.fullmatch(text)
+    if m is not None:
+        # what nccl.lark's nccl_info gives, without Lark (thousands of these with NCCL_DEBUG=INFO)
+        where, dev = m.group("origin").split(" ", 1)
+        host, pid_text, _tid = where.rsplit(":", 2)
+        return ev.NcclLog(
+            level="INFO",
+            host=host,
+            pid=int(pid_text),
+            device=int(dev.strip("[]")),
+            source=None,
+            message=(m.group("rest") or "").strip(),
+            **_meta(meta),
+        )
     return _build("nccl", text, meta)
 
 

@@ -36,6 +36,30 @@ class LogicalLine(NamedTuple):
     partial: bool = False  # the input ended before this line's terminator
 
 
+class Run(NamedTuple):
+    """Consecutive complete physical lines, each of which is one logical line as it stands."""
+
+    data: bytes  # the lines, each ending with \n
+    lineno: int  # number of the first line
+    offset: int  # absolute offset of the first byte
+    count: int  # number of lines
+    stamps: list[bytes]  # each line's timestamp: the 19 bytes after its leading "["
+
+
+class RunPatterns(NamedTuple):
+    line: re.Pattern[bytes]  # "\n" and one line up to its "\n" (not included); group 1 its timestamp
+    run: re.Pattern[bytes]  # one or more such lines
+
+
+_NEXT_STAMP = re.compile(rb"\n\[(.{19})")
+# bytes that the splitter treats specially, or that str regexes see as whitespace and bytes ones not
+_NOT_IN_RUNS = (b"\r", b"\x1b", b"\x1c", b"\x1d", b"\x1e", b"\x1f")
+
+
+# Runs are offered only to a splitter that keeps lines at least this long whole.
+MAX_RUN_LINE = 8192
+
+
 @dataclass
 class LineStats:
     physical: int = 0
@@ -60,6 +84,7 @@ class LineSplitter:
         self._line_start = 0  # absolute offset of the current physical line
         self._overflow_ends_cr = False  # the dropped tail of the held line ends with \r
         self._glued = _glued_prefix_pattern()
+        self._all_plain = True  # feed_runs: the last block was one run
         self.stats = LineStats()
 
     @property
@@ -67,9 +92,21 @@ class LineSplitter:
         return self._held_offset + len(self._held) + self._held_overflow
 
     def feed(self, data: bytes) -> list[LogicalLine]:
+        return self._feed(data, None)  # type: ignore[return-value]
+
+    def feed_runs(self, data: bytes, patterns: RunPatterns) -> list[LogicalLine | Run]:
+        """Like ``feed``, but consecutive physical lines that ``patterns`` match and that are each
+        one logical line as they stand (ASCII, no ``\\r``, no escape, no glued prefix) come back
+        as one :class:`Run` of raw bytes instead of a ``LogicalLine`` each: no per-line work.
+        Line numbers and stats are kept as ``feed`` keeps them."""
+        if self._max_line < MAX_RUN_LINE:
+            return self._feed(data, None)
+        return self._feed(data, patterns)
+
+    def _feed(self, data: bytes, pattern: RunPatterns | None) -> list[LogicalLine | Run]:
         if not data:
             return []
-        out: list[LogicalLine] = []
+        out: list[LogicalLine | Run] = []
         if self._held_overflow:
             if self._overflow_ends_cr:
                 # the last dropped byte was a \r terminator: give it back to the input
@@ -103,7 +140,7 @@ class LineSplitter:
         offset = self._held_offset
         self._held = bytearray()
         self._held_offset = offset + len(block)
-        out.extend(self._split_block(block, offset))
+        out.extend(self._split_block(block, offset, pattern))
         self._hold(data[cut + 1 :])
         return out
 
@@ -144,7 +181,58 @@ class LineSplitter:
         else:
             self._held += data
 
-    def _split_block(self, block: bytes, offset: int) -> list[LogicalLine]:
+    def _split_block(self, block: bytes, offset: int, patterns: RunPatterns | None) -> list[LogicalLine | Run]:
+        if patterns is None:
+            return self._split_lines(block, offset)  # type: ignore[return-value]
+        # a run starts at a physical line start only: skip the rest of a line begun in an earlier block
+        start = 0 if self._line_start == offset else block.find(b"\n") + 1
+        if start <= 0 and self._line_start != offset:
+            return self._split_lines(block, offset)  # type: ignore[return-value]
+        if start == 0 and self._all_plain and block.endswith(b"\n"):
+            # the last block was one run: try the whole of this one with a single findall
+            stamps = patterns.line.findall(b"\n" + block)
+            n = len(stamps)
+            if n == block.count(b"\n") and self._plain(block, n):
+                return [self._take_run(block, offset, 0, n, stamps)]
+        self._all_plain = False
+        out: list[LogicalLine | Run] = []
+        done = 0  # block[:done] is handled
+        for m in patterns.run.finditer(block, start):
+            s, e = m.span()
+            run = block[s:e]
+            n = run.count(b"\n")
+            if not self._plain(run, n):
+                continue  # left to the line-by-line path
+            if s > done:
+                out.extend(self._split_lines(block[done:s], offset + done))
+            stamps = _NEXT_STAMP.findall(run)
+            stamps.insert(0, run[1:20])
+            self._all_plain = s == 0 and e == len(block)
+            out.append(self._take_run(run, offset, s, n, stamps))
+            done = e
+        if done < len(block):
+            out.extend(self._split_lines(block[done:] if done else block, offset + done))
+        return out
+
+    def _plain(self, run: bytes, n: int) -> bool:
+        """Whether each line of ``run`` (n lines) is one logical line as it stands."""
+        if not run.isascii() or any(c in run for c in _NOT_IN_RUNS):
+            return False
+        if run.count(b"[") == n:
+            return True  # each line's one "[" opens its own prefix
+        # another "[" somewhere: no timestamp prefix may start inside a line (see _unglue)
+        return all(m.start() == 0 or run[m.start() - 1] == 0x0A for m in self._glued.finditer(run))
+
+    def _take_run(self, run: bytes, offset: int, s: int, n: int, stamps: list[bytes]) -> Run:
+        out = Run(run, self._lineno, offset + s, n, stamps)
+        self._lineno += n
+        self.stats.physical += n
+        self.stats.logical += n
+        self._line_has_content = False
+        self._line_start = offset + s + len(run)
+        return out
+
+    def _split_lines(self, block: bytes, offset: int) -> list[LogicalLine]:
         """``block`` ends with a terminator. Complete physical lines end with \n; a tail that
         ends with a bare \r belongs to a physical line whose \n has not arrived yet."""
         out: list[LogicalLine] = []
