@@ -277,12 +277,7 @@ def follow_stream(
     while True:
         now = clock()
         if options.timeout is not None and now - start >= options.timeout:
-            yield {
-                "kind": "timeout",
-                "after_s": round(now - start, 1),
-                "message": f"gave up after {options.timeout:g} s",
-                "report": follower.report.model_dump(mode="json"),
-            }
+            yield _timeout_record(follower, now - start)
             return
         wait = follower.next_deadline(now)
         if options.timeout is not None:
@@ -339,12 +334,7 @@ def follow_file(
         while True:
             now = clock()
             if options.timeout is not None and now - start >= options.timeout:
-                yield {
-                    "kind": "timeout",
-                    "after_s": round(now - start, 1),
-                    "message": f"gave up after {options.timeout:g} s",
-                    "report": follower.report.model_dump(mode="json"),
-                }
+                yield _timeout_record(follower, now - start)
                 return
             if handle is None:
                 try:
@@ -414,6 +404,15 @@ def follow_file(
             handle.close()
         if waiter is not None:
             waiter.close()
+
+
+def _timeout_record(follower: Follower, waited: float) -> Record:
+    return {
+        "kind": "timeout",
+        "after_s": round(waited, 1),
+        "message": f"gave up after {waited:.0f} s",
+        "report": follower.report.model_dump(mode="json"),
+    }
 
 
 def _successor(old: Follower, path: str, options: FollowOptions) -> Follower:

@@ -12,22 +12,12 @@ import sys
 from typing import Any
 
 from logphase.cli import EXIT_INTERRUPTED, OUTCOME_EXIT, InputError, add_expect_since, check_since, parse_expect
+from logphase.phases import Phase
 
 NAME = "follow"
 HELP = "follow a log live; stop when ready, failed or at --until"
 
-UNTIL_CHOICES = (
-    "outcome",
-    "ready",
-    "failed",
-    "eof",
-    "launch",
-    "distributed_init",
-    "weight_loading",
-    "memory_pool",
-    "cuda_graph_capture",
-    "warmup",
-)
+UNTIL_CHOICES = ("outcome", "ready", "failed", "eof", *(p.value for p in Phase if p is not Phase.READY))
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
