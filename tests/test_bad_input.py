@@ -35,8 +35,9 @@ def test_file_deleted_while_being_read(tmp_path: Path) -> None:
     # parse keeps its open handle: the bytes it was given are read to the end
     log = tmp_path / "server.log"
     log.write_text(tp2_startup() * 50)
-    proc = subprocess.Popen([sys.executable, "-m", "logphase", "parse", str(log), "--json"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "logphase", "parse", str(log), "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     log.unlink()
     out, err = proc.communicate(timeout=60)
     assert proc.returncode in (0, 2) and b"Traceback" not in err
@@ -49,8 +50,11 @@ def test_file_deleted_while_being_read(tmp_path: Path) -> None:
 def test_follow_survives_the_file_disappearing(tmp_path: Path) -> None:
     log = tmp_path / "server.log"
     log.write_text(tp2_startup(ready=False))
-    proc = subprocess.Popen([sys.executable, "-m", "logphase", "follow", str(log), "--json", "--timeout", "3"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "logphase", "follow", str(log), "--json", "--timeout", "3"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     assert proc.stdout is not None
     first = json.loads(proc.stdout.readline())
     assert first["kind"] == "phase"
@@ -63,8 +67,9 @@ def test_follow_survives_the_file_disappearing(tmp_path: Path) -> None:
 def test_broken_stdout_is_not_an_error(tmp_path: Path) -> None:
     log = tmp_path / "server.log"
     log.write_text(tp2_startup() * 200)
-    proc = subprocess.Popen([sys.executable, "-m", "logphase", "parse", str(log), "--events"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "logphase", "parse", str(log), "--events"], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     assert proc.stdout is not None
     proc.stdout.readline()
     proc.stdout.close()  # what `| head -1` does

@@ -1,0 +1,256 @@
+"""logphase for test suites: ``assert_startup`` and a log follower that runs beside a test.
+
+    from logphase.testing import assert_startup
+    assert_startup("server.log", max_durations={"weight_loading": 120}, expect={"tp_size": 2})
+
+raises an ``AssertionError`` whose message is what ``logphase check`` prints. The pytest plugin
+(``logphase.pytest_plugin``, loaded through the ``pytest11`` entry point) wraps :class:`LogFollower`
+in the ``logphase_follow`` fixture.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from typing import Any, BinaryIO
+
+from logphase.engine import Engine
+from logphase.oracle import Expectations, check, describe_failure, load, render_check, summary
+from logphase.report import Report
+
+__all__ = ["LogFollower", "StartupFailed", "assert_startup"]
+
+# Read at most this much per poll, so that waiters see progress on a large existing log.
+MAX_POLL_BYTES = 16 << 20
+
+
+class StartupFailed(AssertionError):
+    """The server log shows a failed startup, or no ready server within the time allowed."""
+
+
+def assert_startup(
+    log_or_report: Any,
+    *,
+    outcome: str | None = None,
+    cause: str | None = None,
+    max_durations: dict[Any, float] | None = None,
+    max_total: float | None = None,
+    expect: dict[str, Any] | None = None,
+    min_avail_mem: float | None = None,
+    baseline: Any = None,
+    tolerance: float | None = None,
+    slack: float | None = None,
+) -> Report:
+    """Check a startup like ``logphase check`` does; return its report, or raise AssertionError.
+
+    ``log_or_report``: a path (str without a newline, or os.PathLike) to a log or saved report,
+    a :class:`~logphase.report.Report`, or the log itself as text or bytes (text must contain a
+    newline). ``outcome`` defaults to "ready" ("failed" when ``cause`` is given; "any" skips it).
+    ``max_durations`` maps phase names (or Phase) to seconds; ``baseline`` is a report or log
+    whose phase durations must not grow beyond ``1 + tolerance`` times. Bad arguments (unknown
+    phase, negative number) raise ValueError, not AssertionError.
+    """
+    want = Expectations.build(
+        outcome=outcome,
+        cause=cause,
+        max_durations=max_durations,
+        max_total=max_total,
+        expect=expect,
+        min_avail_mem=min_avail_mem,
+        baseline=baseline,
+        tolerance=tolerance,
+        slack=slack,
+    )
+    loaded = load(log_or_report)
+    result = check(loaded, want)
+    if not result.ok:
+        raise AssertionError(render_check(result, loaded.report).rstrip("\n"))
+    return loaded.report
+
+
+def failure_message(report: Report) -> str:
+    """'server.log: startup failed: cuda_oom in cuda_graph_capture at line 80: ...' plus the hint."""
+    text = f"{report.source}: server startup failed: {describe_failure(report)}"
+    if report.failure is not None and report.failure.hint:
+        text += f"\n  hint: {report.failure.hint}"
+    return text
+
+
+class LogFollower:
+    """Follows a server log in a background thread while a test runs.
+
+    The thread polls the file every ``poll_interval`` seconds (sleeping on an Event in between,
+    never spinning), feeds new bytes to a :class:`~logphase.engine.Engine` and publishes the
+    report. The file may not exist yet (the server has not started); a file replaced or
+    truncated (a new server run) starts a fresh engine. A failure counts once the log has been
+    quiet for ``settle`` seconds, so that the whole traceback is read before the cause is named.
+    Given the server's ``process`` (anything with ``poll()`` returning None while it runs, like
+    ``subprocess.Popen``), waiting also ends when it exits.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        poll_interval: float = 0.2,
+        settle: float = 0.5,
+        expect: dict[str, str] | None = None,
+        process: Any = None,
+    ) -> None:
+        self.path = os.fspath(path)
+        self.process = process  # e.g. the server's subprocess.Popen: its exit ends a wait early
+        self.poll_interval = poll_interval
+        self.settle = settle
+        self._expect = expect
+        self._changed = threading.Condition(threading.Lock())
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._engine = Engine(source=self.path)
+        self._handle: BinaryIO | None = None
+        self._inode: int | None = None
+        self._report = self._engine.report(expect)
+        self._last_growth = time.monotonic()
+        self._error: BaseException | None = None
+        self.restarts = 0  # times the file was replaced or truncated
+        self.reported = False  # a failure was raised to the test already
+
+    # -- life cycle -------------------------------------------------------------------------------
+
+    def start(self) -> LogFollower:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name=f"logphase-follow {self.path}", daemon=True)
+            self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 5.0) -> Report:
+        """Stop the thread, read what the log holds now, and return the final report."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+        report = self.poll()
+        with self._changed:
+            if self._handle is not None:
+                self._handle.close()
+                self._handle = None
+        return report
+
+    def __enter__(self) -> LogFollower:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.is_set():
+                more = self._poll()
+                if not more:
+                    self._stop.wait(self.poll_interval)
+        except BaseException as exc:  # surfaced to whoever waits
+            with self._changed:
+                self._error = exc
+                self._changed.notify_all()
+
+    # -- reading ----------------------------------------------------------------------------------
+
+    def poll(self) -> Report:
+        """Read whatever is new now (from any thread) and return the report."""
+        self._poll()
+        return self.report()
+
+    def _poll(self) -> bool:
+        with self._changed:
+            data = self._read()
+            if data:
+                self._engine.feed(data)
+                self._report = self._engine.report(self._expect)
+                self._last_growth = time.monotonic()
+            self._changed.notify_all()
+            return len(data) >= MAX_POLL_BYTES
+
+    def _read(self) -> bytes:
+        if self._handle is None:
+            try:
+                self._handle = open(self.path, "rb")  # noqa: SIM115 (kept open across polls)
+            except FileNotFoundError:
+                return b""
+            self._inode = os.fstat(self._handle.fileno()).st_ino
+        else:
+            try:
+                st = os.stat(self.path)
+            except FileNotFoundError:
+                st = None  # removed: what was written stays readable through the open handle
+            if st is not None and (st.st_ino != self._inode or st.st_size < self._handle.tell()):
+                self._handle.close()
+                self._handle = open(self.path, "rb")  # noqa: SIM115
+                self._inode = os.fstat(self._handle.fileno()).st_ino
+                self._engine = Engine(source=self.path)
+                self.restarts += 1
+        return self._handle.read(MAX_POLL_BYTES)
+
+    def report(self) -> Report:
+        with self._changed:
+            if self._error is not None:
+                raise RuntimeError(f"logphase: following {self.path} failed: {self._error!r}") from self._error
+            return self._report
+
+    # -- waiting and asserting --------------------------------------------------------------------
+
+    def _settled_failure(self) -> bool:
+        return self._report.outcome == "failed" and time.monotonic() - self._last_growth >= self.settle
+
+    def wait(self, timeout: float | None = None) -> Report:
+        """Block until the server is ready, or failed (and the log quiet), or its process exited,
+        or ``timeout`` passed; return the report then."""
+        self.start()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._changed:
+            while True:
+                if self._error is not None:
+                    raise RuntimeError(f"logphase: following {self.path} failed: {self._error!r}") from self._error
+                if self._report.outcome == "ready" or self._settled_failure():
+                    return self._report
+                if self._exit_code() is not None:
+                    break
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return self._report
+                # woken by every poll; the cap only guards against a thread that stopped
+                self._changed.wait(min(remaining, 1.0) if remaining is not None else 1.0)
+        # the process is gone: read the last lines it wrote
+        self._stop.wait(self.settle)
+        return self.poll()
+
+    def _exit_code(self) -> int | None:
+        return None if self.process is None else self.process.poll()
+
+    def wait_ready(self, timeout: float | None = None) -> Report:
+        """The report once the server is ready; fails (StartupFailed) on a failure, when the
+        server process exits first, or at timeout."""
+        report = self.wait(timeout)
+        if report.outcome == "failed":
+            self._fail(failure_message(report))
+        if report.outcome != "ready":
+            code = self._exit_code()
+            if code is not None:
+                self._fail(f"{self.path}: the server exited with code {code} before it was ready: {summary(report)}")
+            self._fail(f"{self.path}: server not ready after {timeout:g} s: {summary(report)}")
+        return report
+
+    def check(self) -> Report:
+        """Fail now if the log shows a failed startup; otherwise return the current report."""
+        report = self.poll()
+        if report.outcome == "failed":
+            if not self._settled_failure():
+                report = self.wait(self.settle + 2 * self.poll_interval)
+            self._fail(failure_message(report))
+        return report
+
+    def assert_startup(self, **expectations: Any) -> Report:
+        """``assert_startup`` on the current report (see :func:`assert_startup`)."""
+        return assert_startup(self.poll(), **expectations)
+
+    def _fail(self, message: str) -> None:
+        self.reported = True
+        raise StartupFailed(message)
