@@ -63,25 +63,28 @@ _NCCL_INFO = re.compile(rf"(?P<origin>{terminal_pattern('nccl', 'NCCL_ORIGIN')})
 
 def _compile_plain_lines() -> tuple[re.Pattern[bytes], re.Pattern[bytes]]:
     """Physical lines whose events only move the clock: ``[ts TP0] Decode batch, ...``,
-    ``[ts TP0] Prefill batch, ...`` and uvicorn access lines, which fill a served log. Each line
-    either pattern matches is one that classify() turns into ``RuntimeBatch`` / ``HttpAccess``
-    through the fast paths above: its message starts with what _BATCH / _ACCESS accept and is no
-    longer than MAX_PARSE_CHARS (every part is bounded). Returns (one line: "\\n" and the line up to
-    its own "\\n", which is left for the next match, group 1 its timestamp; one or more lines,
-    anchored at a line start, each through its "\\n"). Matching the "\\n" before a line instead of
-    ``(?m)^`` makes the regex engine skip ahead by a literal: a third faster. The timestamp is any 19 bytes here: digit by
-    digit the regex costs a third more, so the engine checks the shape of all of them at once
-    (``YYYY-MM-DD HH:MM:SS``, what prefix.lark's TIMESTAMP accepts without fractions). Only for
-    ASCII text without ``\\r``, ``\\x1b`` and ``\\x1c``-``\\x1f`` (str ``\\s`` has those, bytes
-    ``\\s`` not): lines.LineSplitter checks that.
-    The engine adds the conditions that depend on state (access lines before ready may be
-    warmup evidence, NCCL text, open tracebacks)."""
+    ``[ts TP0] Prefill batch, ...`` and uvicorn access lines, which fill a served log.
+
+    A plain line is one that classify() turns into ``RuntimeBatch`` / ``HttpAccess`` through the
+    fast paths above: its message starts with what _BATCH / _ACCESS accept, and it is no longer
+    than MAX_PARSE_CHARS (every part is bounded). Its timestamp is any 19 bytes here (checking it
+    digit by digit costs the regex a third more), so the engine checks the shape of all of them
+    at once: ``YYYY-MM-DD HH:MM:SS``, what prefix.lark's TIMESTAMP accepts without fractions.
+    Valid for ASCII text without ``\\r``, ``\\x1b`` and ``\\x1c``-``\\x1f`` only (str ``\\s`` has
+    those, bytes ``\\s`` not), which lines.LineSplitter checks. The engine adds the conditions
+    that depend on state (access lines before ready may be warmup evidence, NCCL text, open
+    tracebacks).
+
+    Returns two patterns. ``lines``: for ``findall`` over "\\n" + a block of whole lines; one
+    match for every "\\n", group 1 the timestamp of the line after it if that line is plain, else
+    empty. Each match starts at a "\\n" (a literal: the regex engine jumps to it) and stops before
+    the next, so there is no scan for line starts. ``run``: one or more plain lines from a line
+    start, each through its "\\n"."""
 
     def term(source: str, name: str, bound: int) -> bytes:
         # the grammar's terminal with each + bounded: a longer line takes the long way
         return terminal_pattern(source, name).replace("+", f"{{1,{bound}}}").encode()
 
-    stamp = rb"(.{19})"
     tags = rb"(?: (?:" + terminal_pattern("prefix", "RANK_TAG").encode() + rb"))*"
     batch = rb"(?:Prefill|Decode) batch(?: \[\d{1,20}\])?[.,][^\n]{0,4000}"
     access = (
@@ -97,11 +100,13 @@ def _compile_plain_lines() -> tuple[re.Pattern[bytes], re.Pattern[bytes]]:
     )
     # longest messages: batch 13 + 23 + 1 + 4000, access 5 + 64 + 256 + 4 + 16 + 1 + 2048 + 1 + 5 + 16 + 2 + 9 + 1024
     assert MAX_PARSE_CHARS >= 4037
-    line = rb"\[" + stamp + tags + rb"\] (?:" + batch + rb"|" + access + rb")"
-    return re.compile(rb"\n" + line + rb"(?=\n)"), re.compile(rb"(?m)^(?:" + line.replace(b"(.{19})", b".{19}") + rb"\n)+")
+    head = rb"\[(.{19})" + tags + rb"\] (?:" + access + rb"|" + batch + rb")"
+    lines = re.compile(rb"\n(?:" + head + rb"(?=\n)|[^\n]*)")
+    run = re.compile(rb"(?m)^(?:" + head.replace(b"(.{19})", b".{19}") + rb"\n)+")
+    return lines, run
 
 
-PLAIN_LINE, PLAIN_RUN = _compile_plain_lines()
+PLAIN_LINES, PLAIN_RUN = _compile_plain_lines()
 
 
 def foreign_source(env: Envelope) -> bool:
@@ -127,9 +132,10 @@ def _is_nccl(text: str) -> bool:
 
 def classify(env: Envelope, meta: Meta) -> ev.EventBase | None:
     text = env.message
+    if text.startswith("server_args="):
+        # thousands of characters, but its grammar has no backtracking field patterns
+        return _server_args(text, meta)
     if not text or len(text) > MAX_PARSE_CHARS:
-        if text.startswith("server_args="):
-            return _server_args_unparsed(text, meta)
         return None
     if text.startswith(("Decode batch", "Prefill batch")):
         return _runtime_batch(text, meta)
@@ -228,10 +234,6 @@ def _build(source: str, text: str, meta: Meta) -> ev.EventBase | None:
     return builder(parsed, meta) if builder else None
 
 
-def _server_args_unparsed(text: str, meta: Meta) -> ev.EventBase:
-    return ev.ServerArgs(args={}, args_format="unparsed", **_meta(meta))
-
-
 # -- builders: grammar match -> typed event -----------------------------------------------------
 
 
@@ -239,10 +241,10 @@ def _rest(p: Parsed) -> str:
     return (p.first("REST") or "").strip()
 
 
-def _server_args(p: Parsed, meta: Meta) -> ev.EventBase:
+def _server_args(text: str, meta: Meta) -> ev.EventBase:
     from logphase.server_args import parse_server_args
 
-    args, fmt = parse_server_args(_rest(p))
+    args, fmt = parse_server_args(text[len("server_args=") :])
     return ev.ServerArgs(args=args, args_format=fmt, **_meta(meta))
 
 
@@ -515,7 +517,6 @@ def _fields_event(
 
 _BUILDERS: dict[str, Callable[[Parsed, Meta], ev.EventBase]] = {
     # sglang.lark
-    "server_args": _server_args,
     "dist_init_begin": _simple(ev.DistInitBegin),
     "dist_init_end": _fields_event(ev.DistInitEnd, elapsed_s=("elapsed", number), mem_usage_gb=("mem usage", gigabytes)),
     "memory_baseline": _fields_event(ev.MemoryBaseline, mem_usage_gb=("mem usage", gigabytes)),
