@@ -284,6 +284,12 @@ def hint(cause: Cause, phase: Phase | None, config: dict[str, Any], facts: dict[
             "A process crashed in native code (abort or segfault): the lines just above it name the library "
             "(CUDA/HIP, NCCL, a kernel); update drivers or the failing kernel's package, or report it upstream."
         )
+    if cause is Cause.PYTHON_EXCEPTION and phase is Phase.WARMUP:
+        return (
+            "The warmup request failed: the server came up but its first real forward pass raised this error "
+            "(often a kernel, device or model-feature problem). Reproduce it with one request after "
+            "--skip-server-warmup, and read the traceback at the line given."
+        )
     if cause is Cause.PYTHON_EXCEPTION:
         where = f" during {phase.value}" if phase else ""
         return f"An uncaught Python exception{where}: read the traceback at the line given; it is the first failure in time."
