@@ -26,6 +26,7 @@ def __getattr__(name: str) -> object:
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'logphase' has no attribute {name!r}")
 
+
 __all__ = [
     "SCHEMA_VERSION",
     "Cause",

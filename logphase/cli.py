@@ -19,7 +19,7 @@ EXIT_READY, EXIT_FAILED, EXIT_USAGE, EXIT_STARTING, EXIT_INTERRUPTED = 0, 1, 2, 
 OUTCOME_EXIT = {"ready": EXIT_READY, "failed": EXIT_FAILED, "starting": EXIT_STARTING}
 
 # command modules, in the order `logphase --help` lists them
-COMMANDS = ("parse", "follow", "check", "compare", "schema")
+COMMANDS = ("parse", "follow", "check", "compare", "report", "schema")
 
 
 class InputError(Exception):
