@@ -76,16 +76,17 @@ def _compile_plain_lines() -> tuple[re.Pattern[bytes], re.Pattern[bytes]]:
     tracebacks).
 
     Returns two patterns. ``lines``: for ``findall`` over "\\n" + a block of whole lines; one
-    match for every "\\n", group 1 the timestamp of the line after it if that line is plain, else
-    empty. Each match starts at a "\\n" (a literal: the regex engine jumps to it) and stops before
-    the next, so there is no scan for line starts. ``run``: one or more plain lines from a line
-    start, each through its "\\n"."""
+    match for every "\\n", groups (timestamp, rank tags) of the line after it if that line is
+    plain, else empty (the phase machine keeps a clock per writer). Each match starts at a
+    "\\n" (a literal: the regex engine jumps to it) and stops before the next, so there is no
+    scan for line starts. ``run``: one or more plain lines from a line start, each through its
+    "\\n"."""
 
     def term(source: str, name: str, bound: int) -> bytes:
         # the grammar's terminal with each + bounded: a longer line takes the long way
         return terminal_pattern(source, name).replace("+", f"{{1,{bound}}}").encode()
 
-    tags = rb"(?: (?:" + terminal_pattern("prefix", "RANK_TAG").encode() + rb"))*"
+    tags = rb"((?: (?:" + terminal_pattern("prefix", "RANK_TAG").encode() + rb"))*)"
     batch = rb"(?:Prefill|Decode) batch(?: \[\d{1,20}\])?[.,][^\n]{0,4000}"
     access = (
         rb"INFO: {1,64}"
@@ -102,7 +103,8 @@ def _compile_plain_lines() -> tuple[re.Pattern[bytes], re.Pattern[bytes]]:
     assert MAX_PARSE_CHARS >= 4037
     head = rb"\[(.{19})" + tags + rb"\] (?:" + access + rb"|" + batch + rb")"
     lines = re.compile(rb"\n(?:" + head + rb"(?=\n)|[^\n]*)")
-    run = re.compile(rb"(?m)^(?:" + head.replace(b"(.{19})", b".{19}") + rb"\n)+")
+    run = re.compile(rb"(?m)^(?:" + head.replace(b"(.{19})((?: ", b".{19}(?:(?: ", 1) + rb"\n)+")
+    assert lines.groups == 2 and run.groups == 0
     return lines, run
 
 

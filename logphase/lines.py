@@ -39,19 +39,23 @@ class LogicalLine(NamedTuple):
 class Run(NamedTuple):
     """Consecutive complete physical lines, each of which is one logical line as it stands."""
 
-    data: bytes  # the lines, each ending with \n
+    data: bytes  # b"\n", then the lines, each ending with \n (the "\n" before each line is a regex anchor)
     lineno: int  # number of the first line
     offset: int  # absolute offset of the first byte
     count: int  # number of lines
-    stamps: list[bytes]  # each line's timestamp: the 19 bytes after its leading "["
+    # each line's (timestamp, rank tags): the 19 bytes after its "[", then the tags as written
+    # (b"", b" TP0", ...); tuples as findall makes them, the cheapest form to get them in
+    stamps: list[tuple[bytes, bytes]]
 
 
 class RunPatterns(NamedTuple):
-    line: re.Pattern[bytes]  # "\n" and one line up to its "\n" (not included); group 1 its timestamp
+    # over "\n" + lines: a match at every "\n", groups (timestamp, rank tags) of the line after
+    # it if that line is plain, else empty
+    lines: re.Pattern[bytes]
     run: re.Pattern[bytes]  # one or more such lines
 
 
-_NEXT_STAMP = re.compile(rb"\n\[(.{19})")
+_NOT_PLAIN = (b"", b"")
 # bytes that the splitter treats specially, or that str regexes see as whitespace and bytes ones not
 _NOT_IN_RUNS = (b"\r", b"\x1b", b"\x1c", b"\x1d", b"\x1e", b"\x1f")
 
@@ -136,11 +140,19 @@ class LineSplitter:
         if cut < 0:
             self._hold(data)
             return out
-        block = bytes(self._held) + data[: cut + 1] if self._held else data[: cut + 1]
         offset = self._held_offset
-        self._held = bytearray()
-        self._held_offset = offset + len(block)
-        out.extend(self._split_block(block, offset, pattern))
+        if pattern is None:
+            block = bytes(self._held) + data[: cut + 1] if self._held else data[: cut + 1]
+            self._held_offset = offset + len(block)
+            self._held = bytearray()
+            out.extend(self._split_lines(block, offset))
+        else:
+            # one copy, with the "\n" the patterns anchor on: a second 4 MB buffer alive at the
+            # same time costs more in page faults than the regex work on it
+            buf = b"".join((b"\n", self._held, memoryview(data)[: cut + 1]))
+            self._held_offset = offset + len(buf) - 1
+            self._held = bytearray()
+            out.extend(self._split_runs(buf, offset, pattern))
         self._hold(data[cut + 1 :])
         return out
 
@@ -181,55 +193,58 @@ class LineSplitter:
         else:
             self._held += data
 
-    def _split_block(self, block: bytes, offset: int, patterns: RunPatterns | None) -> list[LogicalLine | Run]:
-        if patterns is None:
-            return self._split_lines(block, offset)  # type: ignore[return-value]
-        # a run starts at a physical line start only: skip the rest of a line begun in an earlier block
-        start = 0 if self._line_start == offset else block.find(b"\n") + 1
-        if start <= 0 and self._line_start != offset:
-            return self._split_lines(block, offset)  # type: ignore[return-value]
-        if start == 0 and self._all_plain and block.endswith(b"\n"):
+    def _split_runs(self, buf: bytes, offset: int, patterns: RunPatterns) -> list[LogicalLine | Run]:
+        """``buf`` is b"\\n" and a block that ends with a terminator; the block's first byte is at
+        ``offset``. Positions below are in ``buf``: block position + 1."""
+        if self._line_start == offset:
+            first = 1
+        else:  # a run starts at a physical line start: skip the rest of a line begun earlier
+            first = buf.find(b"\n", 1) + 1
+            if first <= 0:
+                return self._split_lines(buf[1:], offset)  # type: ignore[return-value]
+        if first == 1 and self._all_plain and buf.endswith(b"\n"):
             # the last block was one run: try the whole of this one with a single findall
-            stamps = patterns.line.findall(b"\n" + block)
-            n = len(stamps)
-            if n == block.count(b"\n") and self._plain(block, n):
-                return [self._take_run(block, offset, 0, n, stamps)]
+            found = patterns.lines.findall(buf)
+            found.pop()  # the match at the block's last "\n"
+            n = len(found)
+            if _NOT_PLAIN not in found and self._plain(buf, n):
+                return [self._take_run(buf, offset, n, found)]
         self._all_plain = False
         out: list[LogicalLine | Run] = []
-        done = 0  # block[:done] is handled
-        for m in patterns.run.finditer(block, start):
+        done = 1  # buf[1:done] is handled
+        for m in patterns.run.finditer(buf, first):
             s, e = m.span()
-            run = block[s:e]
-            n = run.count(b"\n")
+            run = buf[s - 1 : e]  # with the "\n" before it
+            n = run.count(b"\n") - 1
             if not self._plain(run, n):
                 continue  # left to the line-by-line path
             if s > done:
-                out.extend(self._split_lines(block[done:s], offset + done))
-            stamps = _NEXT_STAMP.findall(run)
-            stamps.insert(0, run[1:20])
-            self._all_plain = s == 0 and e == len(block)
-            out.append(self._take_run(run, offset, s, n, stamps))
+                out.extend(self._split_lines(buf[done:s], offset + done - 1))
+            found = patterns.lines.findall(run)
+            found.pop()
+            self._all_plain = s == 1 and e == len(buf)
+            out.append(self._take_run(run, offset + s - 1, n, found))
             done = e
-        if done < len(block):
-            out.extend(self._split_lines(block[done:] if done else block, offset + done))
+        if done < len(buf):
+            out.extend(self._split_lines(buf[done:], offset + done - 1))
         return out
 
     def _plain(self, run: bytes, n: int) -> bool:
-        """Whether each line of ``run`` (n lines) is one logical line as it stands."""
+        """Whether each line of ``run`` (b"\\n" and n lines) is one logical line as it stands."""
         if not run.isascii() or any(c in run for c in _NOT_IN_RUNS):
             return False
         if run.count(b"[") == n:
             return True  # each line's one "[" opens its own prefix
         # another "[" somewhere: no timestamp prefix may start inside a line (see _unglue)
-        return all(m.start() == 0 or run[m.start() - 1] == 0x0A for m in self._glued.finditer(run))
+        return all(run[m.start() - 1] == 0x0A for m in self._glued.finditer(run))
 
-    def _take_run(self, run: bytes, offset: int, s: int, n: int, stamps: list[bytes]) -> Run:
-        out = Run(run, self._lineno, offset + s, n, stamps)
+    def _take_run(self, run: bytes, offset: int, n: int, stamps: list[tuple[bytes, bytes]]) -> Run:
+        out = Run(run, self._lineno, offset, n, stamps)
         self._lineno += n
         self.stats.physical += n
         self.stats.logical += n
         self._line_has_content = False
-        self._line_start = offset + s + len(run)
+        self._line_start = offset + len(run) - 1
         return out
 
     def _split_lines(self, block: bytes, offset: int) -> list[LogicalLine]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from operator import itemgetter
 from typing import Any
 
 from logphase import events as ev
@@ -28,6 +29,43 @@ def seconds_between(a: str | None, b: str | None) -> float | None:
 
 
 _TS_CACHE: dict[str, datetime] = {}
+
+
+_STAMP, _TAGS = itemgetter(0), itemgetter(1)
+
+
+def _writer(tags: bytes) -> str | None:
+    """b' DP0 TP0' -> 'DP0 TP0', b'' -> None: the rank split_envelope gives the event."""
+    return tags.decode("ascii").strip() or None
+
+
+def _first_index(stamps: list[tuple[bytes, bytes]], writers: set[bytes]) -> dict[bytes, int]:
+    if len(writers) == 1:
+        return dict.fromkeys(writers, 0)
+    found: dict[bytes, int] = {}
+    for i, (_, w) in enumerate(stamps):  # writers interleave: a few lines find them all
+        if w not in found:
+            found[w] = i
+            if len(found) == len(writers):
+                break
+    return found
+
+
+def _last_index(stamps: list[tuple[bytes, bytes]], end: int, writers: set[bytes]) -> dict[bytes, int]:
+    """The last line of each writer among stamps[:end]."""
+    found: dict[bytes, int] = {}
+    for i in range(end - 1, -1, -1):
+        w = stamps[i][1]
+        if w not in found:
+            found[w] = i
+            if len(found) == len(writers):
+                break
+    return found
+
+
+def _iso(stamp: bytes) -> str:
+    """b'2026-05-09 09:20:26' -> '2026-05-09T09:20:26', as prefix.split_envelope writes it."""
+    return stamp.decode("ascii").replace(" ", "T", 1)
 
 
 def _parse_ts(ts: str) -> datetime:
@@ -208,41 +246,56 @@ class PhaseMachine:
             track = run.tracks.get(event.rank) or run.tracks.get(self._default_rank(event))
             run.incidents.append(Incident(event, assessment, track.phase if track else None))
 
-    def feed_plain(self, stamps: list[bytes], first_line: int) -> int:
-        """What ``feed`` does with events that carry nothing but their time (no transition, fact
-        or assessment: batch statistics, access lines once ready), for consecutive lines from
-        ``first_line`` on, given their raw timestamps (b'YYYY-MM-DD HH:MM:SS[.fff]'). Returns how
-        many it took; the line after them moves the clock back into a new run and needs ``feed``."""
-        if not stamps:
+    def feed_plain(self, stamps: list[tuple[bytes, bytes]], first_line: int) -> int:
+        """What ``feed`` does with events that carry nothing but their time and writer (no
+        transition, fact or assessment: batch statistics, access lines once ready), for
+        consecutive lines from ``first_line`` on, given each one's raw timestamp and rank tags
+        (b'2026-05-09 09:20:26', b' TP0'). Returns how many it took; the line after them moves
+        its writer's clock back into a new run and needs ``feed``. Keep in step with ``feed``
+        and ``_fold``: tests/test_fast_path.py compares the two."""
+        n = len(stamps)
+        if not n:
             return 0
         run = self.run
-        last = run.last_ts
-        taken = len(stamps)
-        if stamps == sorted(stamps):
-            # the first is the earliest: only it can be a jump back, and then it is the first line
-            low = stamps[0].decode("ascii").replace(" ", "T", 1)
-            if last is not None:
-                back = seconds_between(low, last)
-                if back is not None and back > CLOCK_JUMP_BACK_S:
-                    return 0
-            high = stamps[-1].decode("ascii").replace(" ", "T", 1)
-            if last is None or high > last:
-                last = high
+        clocks = run.clock_by_writer
+        taken = n
+        if sorted(stamps, key=_STAMP) == stamps:
+            # time never goes back, so neither does any writer's: only its first line can jump
+            writers = set(map(_TAGS, stamps))
+            for w, first in _first_index(stamps, writers).items():
+                previous = clocks.get(_writer(w))
+                if previous is not None and first < taken:
+                    back = seconds_between(_iso(stamps[first][0]), previous)
+                    if back is not None and back > CLOCK_JUMP_BACK_S:
+                        taken = first
+            if not taken:
+                return 0
+            for w, last in _last_index(stamps, taken, writers).items():
+                ts, key = _iso(stamps[last][0]), _writer(w)  # the writer's last line is its latest
+                previous = clocks.get(key)
+                if previous is None or ts > previous:
+                    clocks[key] = ts
+            high = _iso(stamps[taken - 1][0])
         else:
-            for i, raw in enumerate(stamps):
-                ts = raw.decode("ascii").replace(" ", "T", 1)
-                if last is None or ts > last:
-                    last = ts
-                elif ts < last:
-                    back = seconds_between(ts, last)
+            high = None
+            for i in range(n):
+                ts, key = _iso(stamps[i][0]), _writer(stamps[i][1])
+                previous = clocks.get(key)
+                if previous is not None:
+                    back = seconds_between(ts, previous)
                     if back is not None and back > CLOCK_JUMP_BACK_S:
                         taken = i
                         break
+                if previous is None or ts > previous:
+                    clocks[key] = ts
+                if high is None or ts > high:
+                    high = ts
             if not taken:
                 return 0
         if run.first_ts is None:
-            run.first_ts = stamps[0].decode("ascii").replace(" ", "T", 1)
-        run.last_ts = last
+            run.first_ts = _iso(stamps[0][0])
+        if run.last_ts is None or high > run.last_ts:  # type: ignore[operator]
+            run.last_ts = high
         run.last_line = max(run.last_line, first_line + taken - 1)
         return taken
 

@@ -1,0 +1,139 @@
+"""The bulk path (Engine(collect_events=False), used by `logphase parse` without --events) must give
+the same report as classifying every line, whatever the lines and however the bytes are cut."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from logphase.engine import _PLAIN, Engine
+from logphase.lines import LineSplitter, LogicalLine, Run
+from tests.logs import kv_failure, tp2_startup
+
+STARTUP = tp2_startup().encode()
+
+
+def ts(second: int) -> str:
+    return f"2026-05-09 10:{second // 60 % 60:02d}:{second % 60:02d}"
+
+
+# (template, is_plain_when_ready); {t} is a timestamp
+LINES = [
+    "[{t} TP0] Decode batch, #running-req: 12, #token: 3400, token usage: 0.01, cuda graph: True, gen throughput (token/s): 300.10, #queue-req: 0",
+    "[{t} TP0] Prefill batch, #new-seq: 1, #new-token: 70, #cached-token: 0, token usage: 0.00, #running-req: 0, #queue-req: 0, ",
+    "[{t} DP0 TP0 EP0] Decode batch [1234], #running-req: 1, #token: 10, token usage: 0.00, cuda graph: True, #queue-req: 0",
+    "[{t}] Decode batch. #running-req: 1, #token: 10",
+    '[{t}] INFO:     127.0.0.1:40000 - "POST /generate HTTP/1.1" 200 OK',
+    '[{t}] INFO:     127.0.0.1:40001 - "GET /health HTTP/1.1" 503 Service Unavailable',
+    '[{t}] INFO:     127.0.0.1:40002 - "GET /model_info HTTP/1.1" 200 OK',
+    '[{t}] INFO:     127.0.0.1:40003 - "GET /x?a[0]=1 HTTP/1.1" 200 OK',
+    '[{t}] INFO:     127.0.0.1:40004 - "GET /a NCCL INFO b HTTP/1.1" 200 OK',
+    '[{t}] INFO:     127.0.0.1:40005 - "GET /p HTTP/1.1" 200 OK[{t} TP1] Capture cuda graph end. Time elapsed: 3.00 s',
+    "[{t} TP0] Decode batch, #running-req: 1, tail [{t} TP1] glued",
+    "[{t} TP0] Decode batch, #running-req: 1, café",
+    "[{t} TP0] Decode batch, #running-req: 1, \x1c odd",
+    "[{t} TP0] Decode batch, #running-req: 1, Traceback (most recent call last): in the text",
+    "[{t}.123 TP0] Decode batch, #running-req: 1, milliseconds",
+    "[2026-05-09T10:00:00 TP0] Decode batch, #running-req: 1, T separator",
+    "[2026-05-09 10:00:0x TP0] Decode batch, #running-req: 1, bad stamp",
+    "[{t} XX0] Decode batch, #running-req: 1, unknown tag",
+    "[{t} TP0] Decode batch, " + "x" * 5000,
+    "[{t}] The server is fired up and ready to roll!",
+    "[{t} TP0] Scheduler hit an exception: Traceback (most recent call last):",
+    '  File "/x/scheduler.py", line 10, in run',
+    "RuntimeError: boom",
+    "",
+    "/x/y.py:3: UserWarning: careful",
+    "  warnings.warn(",
+    "host:12:34 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P",
+    "Capturing batches (bs=8 avail_mem=4.00 GB):  50%|##  | 1/2\r[{t} TP1] Decode batch, #running-req: 1",
+    "[{t} TP0] Decode batch, crlf line\r",
+    "[{t}] server_args=ServerArgs(model_path='m', tp_size=2)",
+]
+
+
+@st.composite
+def logs(draw: st.DrawFn) -> bytes:
+    second = draw(st.integers(0, 3000))
+    out = [STARTUP] if draw(st.booleans()) else []
+    if draw(st.booleans()):
+        out.append(kv_failure(minute=30).encode())
+    for _ in range(draw(st.integers(0, 60))):
+        # mostly plain lines, as in a served log
+        plain = draw(st.sampled_from([LINES[0], LINES[1], LINES[2], LINES[4], LINES[4], LINES[5]]))
+        template = plain if draw(st.integers(0, 9)) < 6 else draw(st.sampled_from(LINES))
+        step = draw(st.sampled_from([0, 0, 1, 1, 2, -1, -200, 300]))
+        second = max(0, second + step)
+        out.append((template.replace("{t}", ts(second)) + "\n").encode())
+    if draw(st.booleans()):
+        out.append(b"[2026-05-09 11:00:00 TP0] Decode batch, no newline at the end")
+    return b"".join(out)
+
+
+def report(data: bytes, collect: bool, cuts: list[int], since: str | None = None) -> dict[str, object]:
+    engine = Engine(source="x", since=since, collect_events=collect)
+    last = 0
+    for cut in sorted(set(cuts)):
+        engine.feed(data[last:cut])
+        last = cut
+    engine.feed(data[last:])
+    engine.finish()
+    return engine.report().model_dump(mode="json")
+
+
+def lines_of(data: bytes, cuts: list[int], runs: bool) -> tuple[list[LogicalLine], object]:
+    splitter = LineSplitter()
+    out: list[LogicalLine] = []
+    last = 0
+    for cut in [*sorted(set(cuts)), len(data)]:
+        chunk = data[last:cut]
+        last = cut
+        for item in splitter.feed_runs(chunk, _PLAIN) if runs else splitter.feed(chunk):
+            if isinstance(item, Run):
+                pos = item.offset
+                for j, raw in enumerate(item.data.split(b"\n")[1:-1]):
+                    out.append(LogicalLine(item.lineno + j, pos, raw.decode()))
+                    pos += len(raw) + 1
+            else:
+                out.append(item)
+    out.extend(splitter.finish())
+    return out, splitter.stats
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(logs(), st.lists(st.integers(min_value=0, max_value=20000), max_size=8))
+def test_bulk_report_equals_line_by_line(data: bytes, cuts: list[int]) -> None:
+    cuts = [c for c in cuts if c <= len(data)]
+    assert report(data, False, cuts) == report(data, True, [])
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(logs(), st.lists(st.integers(min_value=0, max_value=20000), max_size=8))
+def test_runs_split_like_lines(data: bytes, cuts: list[int]) -> None:
+    cuts = [c for c in cuts if c <= len(data)]
+    assert lines_of(data, cuts, True) == lines_of(data, [], False)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(logs(), st.integers(0, 3000))
+def test_bulk_report_with_since(data: bytes, second: int) -> None:
+    since = ts(second)
+    assert report(data, False, [len(data) // 2], since) == report(data, True, [], since)
+
+
+def test_serving_tail_is_counted_in_bulk() -> None:
+    tail = "".join(LINES[i % 2].replace("{t}", ts(100 + i // 10)) + "\n" for i in range(5000))
+    access = "".join(LINES[4].replace("{t}", ts(700 + i)) + "\n" for i in range(10))
+    data = STARTUP + tail.encode() + access.encode()
+    engine = Engine(source="x", collect_events=False)
+    items = engine._splitter.feed_runs(data, _PLAIN)
+    assert sum(item.count for item in items if isinstance(item, Run)) >= 5000
+    assert report(data, False, []) == report(data, True, [])
+
+
+def test_clock_jump_back_inside_a_run_starts_a_new_run() -> None:
+    ready = STARTUP
+    lines = [LINES[0].replace("{t}", ts(s)) for s in (600, 601, 602, 100, 101)]
+    data = ready + ("\n".join(lines) + "\n").encode()
+    bulk, slow = report(data, False, []), report(data, True, [])
+    assert bulk == slow and bulk["runs"] == 2
