@@ -35,7 +35,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from logphase.phases import PHASE_ORDER, Phase
-from logphase.report import LOW_CAPTURE_MEMORY_GB, PhaseReport, Report, rank_sort_key
+from logphase.report import CONFIG_KEYS, LOW_CAPTURE_MEMORY_GB, PhaseReport, Report, rank_sort_key
 
 LineContext = dict[int, tuple[str | None, str | None]]  # line -> (timestamp as in the report, rank)
 
@@ -69,30 +69,8 @@ BAR_H = 16
 LANE_H = BAR_H + 3
 CHAR_W = 6.6  # average advance of an 11 px sans-serif glyph: enough to decide whether a label fits
 
-CONFIG_SHOWN = (
-    "model_path",
-    "served_model_name",
-    "tp_size",
-    "dp_size",
-    "ep_size",
-    "pp_size",
-    "nnodes",
-    "enable_dp_attention",
-    "mem_fraction_static",
-    "max_running_requests",
-    "max_total_tokens",
-    "chunked_prefill_size",
-    "context_length",
-    "cuda_graph_max_bs",
-    "disable_cuda_graph",
-    "quantization",
-    "kv_cache_dtype",
-    "dtype",
-    "attention_backend",
-    "speculative_algorithm",
-    "disaggregation_mode",
-    "port",
-)
+# the report's key configuration, less what the picture has no room for
+CONFIG_SHOWN = tuple(k for k in CONFIG_KEYS if k not in ("node_rank", "cuda_graph_bs", "host"))
 SCHEDULER_SHOWN = ("max_total_num_tokens", "max_running_requests", "context_len", "available_gpu_mem")
 
 
