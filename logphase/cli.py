@@ -12,8 +12,12 @@ import importlib
 import os
 import stat
 import sys
-from collections.abc import Sequence
-from typing import BinaryIO
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, BinaryIO
+
+if TYPE_CHECKING:
+    from logphase.engine import Engine
+    from logphase.events import EventBase
 
 EXIT_READY, EXIT_FAILED, EXIT_USAGE, EXIT_STARTING, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 OUTCOME_EXIT = {"ready": EXIT_READY, "failed": EXIT_FAILED, "starting": EXIT_STARTING}
@@ -81,6 +85,30 @@ def open_input(name: str) -> tuple[BinaryIO, str]:
         raise InputError(f"{name}: {exc.strerror or exc}") from None
 
 
+def feed_all(engine: Engine, handle: BinaryIO, source: str, on_events: Callable[[list[EventBase]], None] | None = None) -> None:
+    """Feed a whole input to the engine in large blocks, finish it and close the input; a read error
+    is an InputError."""
+    from logphase.engine import BLOCK_SIZE
+
+    try:
+        while True:
+            try:
+                block = handle.read(BLOCK_SIZE)
+            except OSError as exc:
+                raise InputError(f"{source}: read failed: {exc.strerror or exc}") from None
+            if not block:
+                break
+            events = engine.feed(block)
+            if on_events is not None:
+                on_events(events)
+        events = engine.finish()
+        if on_events is not None:
+            on_events(events)
+    finally:
+        if handle is not sys.stdin.buffer:
+            handle.close()
+
+
 def _build_parser() -> tuple[argparse.ArgumentParser, dict[str, object]]:
     from logphase import __version__
 
@@ -124,4 +152,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def entry_point() -> None:
-    sys.exit(main())
+    code = main()
+    # Tearing the interpreter down (pydantic's and Lark's objects) is ~10% of a short run, and
+    # nothing of ours needs it: flush what was printed and leave.
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BrokenPipeError:
+        pass  # the reader went away (| head), as main() allows
+    os._exit(code)

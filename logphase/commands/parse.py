@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from logphase.cli import OUTCOME_EXIT, InputError, add_expect_since, check_since, open_input, parse_expect
+from logphase.cli import OUTCOME_EXIT, add_expect_since, check_since, feed_all, open_input, parse_expect
 
 NAME = "parse"
 HELP = "read a whole log and report"
@@ -22,7 +22,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import orjson
 
-    from logphase.engine import BLOCK_SIZE, Engine
+    from logphase.engine import Engine
     from logphase.lines import LogicalLine
 
     expect = parse_expect(args.expect)
@@ -45,19 +45,7 @@ def run(args: argparse.Namespace) -> int:
             for event in events:
                 out.write(orjson.dumps(event.model_dump(mode="json", exclude_none=True)) + b"\n")
 
-    try:
-        while True:
-            try:
-                block = handle.read(BLOCK_SIZE)
-            except OSError as exc:
-                raise InputError(f"{source}: read failed: {exc.strerror or exc}") from None
-            if not block:
-                break
-            emit_events(engine.feed(block))
-        emit_events(engine.finish())
-    finally:
-        if handle is not sys.stdin.buffer:
-            handle.close()
+    feed_all(engine, handle, source, emit_events if args.events else None)
     report = engine.report(expect)
     if args.unrecognized or args.events:
         pass  # already streamed while reading

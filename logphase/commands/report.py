@@ -8,7 +8,7 @@ import argparse
 import sys
 from typing import BinaryIO
 
-from logphase.cli import OUTCOME_EXIT, InputError, add_expect_since, check_since, open_input, parse_expect
+from logphase.cli import OUTCOME_EXIT, InputError, add_expect_since, check_since, feed_all, open_input, parse_expect
 
 NAME = "report"
 HELP = "draw the startup timeline as a self-contained HTML page (and SVG)"
@@ -25,7 +25,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from logphase.engine import BLOCK_SIZE, Engine
+    from logphase.engine import Engine
     from logphase.timeline import headline, render_html, render_svg
 
     expect = parse_expect(args.expect)
@@ -34,19 +34,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--run {args.run}: runs are numbered from 1")
     handle, source = open_input(args.file)
     engine = Engine(source=source, since=args.since, collect_events=False)
-    try:
-        while True:
-            try:
-                block = handle.read(BLOCK_SIZE)
-            except OSError as exc:
-                raise InputError(f"{source}: read failed: {exc.strerror or exc}") from None
-            if not block:
-                break
-            engine.feed(block)
-        engine.finish()
-    finally:
-        if handle is not sys.stdin.buffer:
-            handle.close()
+    feed_all(engine, handle, source)
     try:
         report = engine.report(expect, run=args.run)
     except ValueError as exc:
