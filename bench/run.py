@@ -47,7 +47,7 @@ from generate import generate, parse_size  # noqa: E402
 TIME = shutil.which("time") or "/usr/bin/time"
 
 
-def measure(cmd: list[str], stdout_path: Path | None = None) -> dict[str, float | int]:
+def measure(cmd: list[str], stdout_path: Path | None = None) -> dict[str, float | int | str]:
     """Run one process; wall time, CPU time and peak RSS of that process alone.
 
     Linux keeps a process's peak RSS across exec, so a child forked from this (big) Python
@@ -101,7 +101,7 @@ def tools(path: Path, naive: bool) -> dict[str, list[str]]:
     return out
 
 
-def summary(runs: list[dict[str, float | int]], size: int, lines: int) -> dict[str, object]:
+def summary(runs: list[dict[str, float | int | str]], size: int, lines: int) -> dict[str, object]:
     wall = statistics.median(r["wall_s"] for r in runs)
     return {
         "runs": len(runs),
@@ -149,16 +149,20 @@ def main(argv: list[str] | None = None) -> int:
         size = path.stat().st_size
         lines = warm(path)
         commands = tools(path, not args.no_naive)
-        runs: dict[str, list[dict[str, float | int]]] = {name: [] for name in commands}
-        report_path = Path(tempfile.gettempdir()) / "logphase-bench-report.json"
+        runs: dict[str, list[dict[str, float | int | str]]] = {name: [] for name in commands}
+        outputs = {name: Path(tempfile.gettempdir()) / f"logphase-bench-{name}.out" for name in commands}
+        outputs.pop("lnav", None)  # lnav -n prints the whole file: to /dev/null
         for i in range(args.runs):
             for name, cmd in commands.items():
                 if name == "naive" and size > 200e6 and i >= args.naive_runs_big:
                     continue
-                run = measure(cmd, report_path if name == "logphase" else None)
+                # stdout to a real file: GNU grep stops at the first match when it sees /dev/null
+                run = measure(cmd, outputs.get(name))
+                if name in ("grep", "naive"):
+                    run["output"] = outputs[name].read_text().strip()
                 runs[name].append(run)
                 print(f"  {size_text} run {i + 1} {name}: {run['wall_s']:.2f} s, {run['max_rss_mb']:.0f} MB", file=sys.stderr)
-        report = json.loads(report_path.read_text())
+        report = json.loads(outputs["logphase"].read_text())
         assert report["lines"]["physical"] == lines, (report["lines"], lines)
         entry = {name: summary(r, size, lines) for name, r in runs.items()}
         entry["_file"] = {"path": str(path.relative_to(ROOT)), "bytes": size, "lines": lines, "outcome": report["outcome"]}

@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import re
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import NamedTuple
 
 from logphase.grammars import terminal_pattern
@@ -46,6 +47,7 @@ class Run(NamedTuple):
     # each line's (timestamp, rank tags): the 19 bytes after its "[", then the tags as written
     # (b"", b" TP0", ...); tuples as findall makes them, the cheapest form to get them in
     stamps: list[tuple[bytes, bytes]]
+    joined: bytes  # the timestamps back to back, 19 bytes each
 
 
 class RunPatterns(NamedTuple):
@@ -55,7 +57,7 @@ class RunPatterns(NamedTuple):
     run: re.Pattern[bytes]  # one or more such lines
 
 
-_NOT_PLAIN = (b"", b"")
+_STAMP = itemgetter(0)
 # bytes that the splitter treats specially, or that str regexes see as whitespace and bytes ones not
 _NOT_IN_RUNS = (b"\r", b"\x1b", b"\x1c", b"\x1d", b"\x1e", b"\x1f")
 
@@ -207,8 +209,9 @@ class LineSplitter:
             found = patterns.lines.findall(buf)
             found.pop()  # the match at the block's last "\n"
             n = len(found)
-            if _NOT_PLAIN not in found and self._plain(buf, n):
-                return [self._take_run(buf, offset, n, found)]
+            joined = b"".join(map(_STAMP, found))
+            if len(joined) == 19 * n and self._plain(buf, n):  # no line without a timestamp
+                return [self._take_run(buf, offset, n, found, joined)]
         self._all_plain = False
         out: list[LogicalLine | Run] = []
         done = 1  # buf[1:done] is handled
@@ -223,7 +226,7 @@ class LineSplitter:
             found = patterns.lines.findall(run)
             found.pop()
             self._all_plain = s == 1 and e == len(buf)
-            out.append(self._take_run(run, offset + s - 1, n, found))
+            out.append(self._take_run(run, offset + s - 1, n, found, b"".join(map(_STAMP, found))))
             done = e
         if done < len(buf):
             out.extend(self._split_lines(buf[done:], offset + done - 1))
@@ -238,8 +241,8 @@ class LineSplitter:
         # another "[" somewhere: no timestamp prefix may start inside a line (see _unglue)
         return all(run[m.start() - 1] == 0x0A for m in self._glued.finditer(run))
 
-    def _take_run(self, run: bytes, offset: int, n: int, stamps: list[tuple[bytes, bytes]]) -> Run:
-        out = Run(run, self._lineno, offset, n, stamps)
+    def _take_run(self, run: bytes, offset: int, n: int, stamps: list[tuple[bytes, bytes]], joined: bytes) -> Run:
+        out = Run(run, self._lineno, offset, n, stamps, joined)
         self._lineno += n
         self.stats.physical += n
         self.stats.logical += n
