@@ -43,10 +43,7 @@ def split_lines(data: bytes, block: int, runs: bool) -> tuple[list[LogicalLine],
         items = s.feed_runs(chunk, _PLAIN) if runs else s.feed(chunk)
         for item in items:
             if isinstance(item, Run):
-                pos = item.offset
-                for j, raw in enumerate(item.data.split(b"\n")[1:-1]):
-                    out.append(LogicalLine(item.lineno + j, pos, raw.decode()))
-                    pos += len(raw) + 1
+                out.extend(item.logical_lines())
             else:
                 out.append(item)
     out.extend(s.finish())

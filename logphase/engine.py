@@ -15,7 +15,7 @@ from logphase import events as ev
 from logphase.classify import PLAIN_LINES, PLAIN_RUN, classify, foreign_source
 from logphase.lines import LineSplitter, LogicalLine, Run, RunPatterns
 from logphase.machine import PhaseMachine
-from logphase.prefix import split_envelope
+from logphase.prefix import Envelope, split_envelope
 from logphase.records import RecordAssembler, opens_record
 from logphase.report import LinesReport, Report, build_report
 
@@ -238,17 +238,16 @@ class Engine:
             self._warning_tail = WARNING_TAIL_LINES
         self._emit(event, out)
 
-    def _meta(self, line: LogicalLine, env: object) -> dict[str, object]:
-        e = env  # Envelope
-        ts = e.ts  # type: ignore[attr-defined]
+    def _meta(self, line: LogicalLine, env: Envelope) -> dict[str, object]:
+        ts = env.ts
         return {
             "line": line.lineno,
             "offset": line.offset,
             "raw": line.text[:MAX_RAW_CHARS],
             "ts": ts if ts is not None else self._last_ts,
             "ts_inherited": ts is None and self._last_ts is not None,
-            "rank": e.rank,  # type: ignore[attr-defined]
-            "raw_message": e.message,  # type: ignore[attr-defined]
+            "rank": env.rank,
+            "raw_message": env.message,
         }
 
     def _emit(self, event: ev.EventBase, out: list[ev.EventBase]) -> None:

@@ -49,6 +49,15 @@ class Run(NamedTuple):
     stamps: list[tuple[bytes, bytes]]
     joined: bytes  # the timestamps back to back, 19 bytes each
 
+    def logical_lines(self) -> list[LogicalLine]:
+        """The lines of the run as ``LineSplitter.feed`` would have given them (plain runs are ASCII)."""
+        out: list[LogicalLine] = []
+        pos = self.offset
+        for j, raw in enumerate(self.data.split(b"\n")[1:-1]):
+            out.append(LogicalLine(self.lineno + j, pos, raw.decode()))
+            pos += len(raw) + 1
+        return out
+
 
 class RunPatterns(NamedTuple):
     # over "\n" + lines: a match at every "\n", groups (timestamp, rank tags) of the line after

@@ -2,6 +2,20 @@
 
 from __future__ import annotations
 
+from logphase import Engine
+from logphase.report import Report
+
+
+def fed_in_chunks(engine: Engine, data: bytes, cuts: list[int] | None = None) -> Report:
+    """Feed ``data`` split at ``cuts`` (any order, repeats allowed), finish, and report."""
+    last = 0
+    for cut in sorted(set(cuts or [])):
+        engine.feed(data[last:cut])
+        last = cut
+    engine.feed(data[last:])
+    engine.finish()
+    return engine.report()
+
 
 def stamp(second: int, minute: int = 20) -> str:
     return f"2026-05-09 09:{minute:02d}:{second:02d}"

@@ -5,18 +5,11 @@ from hypothesis import strategies as st
 
 from logphase import Engine, parse_text
 from logphase.engine import parse_bytes
-from tests.logs import kv_failure, tp2_startup
+from tests.logs import fed_in_chunks, kv_failure, tp2_startup
 
 
 def report_in_chunks(data: bytes, cuts: list[int]) -> dict[str, object]:
-    engine = Engine(source="x")
-    last = 0
-    for cut in sorted(set(cuts)):
-        engine.feed(data[last:cut])
-        last = cut
-    engine.feed(data[last:])
-    engine.finish()
-    return engine.report().model_dump(mode="json")
+    return fed_in_chunks(Engine(source="x"), data, cuts).model_dump(mode="json")
 
 
 SAMPLE = (tp2_startup() + kv_failure(minute=40)).encode() + b"\rCapturing batches (bs=8 avail_mem=4.00 GB):  50%|##  | 1/2\r\n"

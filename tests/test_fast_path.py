@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from logphase.engine import _PLAIN, Engine
 from logphase.lines import LineSplitter, LogicalLine, Run
-from tests.logs import kv_failure, tp2_startup
+from tests.logs import fed_in_chunks, kv_failure, tp2_startup
 
 STARTUP = tp2_startup().encode()
 
@@ -71,14 +71,7 @@ def logs(draw: st.DrawFn) -> bytes:
 
 
 def report(data: bytes, collect: bool, cuts: list[int], since: str | None = None) -> dict[str, object]:
-    engine = Engine(source="x", since=since, collect_events=collect)
-    last = 0
-    for cut in sorted(set(cuts)):
-        engine.feed(data[last:cut])
-        last = cut
-    engine.feed(data[last:])
-    engine.finish()
-    return engine.report().model_dump(mode="json")
+    return fed_in_chunks(Engine(source="x", since=since, collect_events=collect), data, cuts).model_dump(mode="json")
 
 
 def lines_of(data: bytes, cuts: list[int], runs: bool) -> tuple[list[LogicalLine], object]:
@@ -90,10 +83,7 @@ def lines_of(data: bytes, cuts: list[int], runs: bool) -> tuple[list[LogicalLine
         last = cut
         for item in splitter.feed_runs(chunk, _PLAIN) if runs else splitter.feed(chunk):
             if isinstance(item, Run):
-                pos = item.offset
-                for j, raw in enumerate(item.data.split(b"\n")[1:-1]):
-                    out.append(LogicalLine(item.lineno + j, pos, raw.decode()))
-                    pos += len(raw) + 1
+                out.extend(item.logical_lines())
             else:
                 out.append(item)
     out.extend(splitter.finish())

@@ -20,6 +20,7 @@ from logphase.lines import LineSplitter
 from logphase.phases import PHASE_ORDER
 from logphase.report import Report
 from tests.conftest import fixture_logs
+from tests.logs import fed_in_chunks
 
 FIXTURES = fixture_logs()
 FIXTURE_BYTES = {p.name: p.read_bytes() for p in FIXTURES}
@@ -27,14 +28,7 @@ ids = [p.stem for p in FIXTURES]
 
 
 def report_of(data: bytes, cuts: list[int] | None = None) -> Report:
-    engine = Engine(source="x")
-    last = 0
-    for cut in sorted(set(cuts or [])):
-        engine.feed(data[last:cut])
-        last = cut
-    engine.feed(data[last:])
-    engine.finish()
-    return engine.report()
+    return fed_in_chunks(Engine(source="x"), data, cuts)
 
 
 def verdict(r: Report) -> dict[str, Any]:
