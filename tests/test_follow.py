@@ -189,19 +189,45 @@ def test_stale_file_is_said_at_once_and_a_new_run_awaited(tmp_path: Path) -> Non
     assert code == 0 and phases(recs)[-1] == "ready"
 
 
-def test_sigint_prints_what_was_read(tmp_path: Path) -> None:
-    log = tmp_path / "server.log"
-    log.write_text(tp2_startup(ready=False))
+def _restore_default_sigint() -> None:
+    # a background job (pytest ... &) inherits SIGINT as ignored, and so would the child:
+    # the child we signal must have the default handler, as a terminal's foreground job has
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def interrupt_follow(log: Path) -> tuple[int, bytes, bytes]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "logphase", "follow", str(log), "--timeout", "20"], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        [sys.executable, "-m", "logphase", "follow", str(log), "--timeout", "20"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=_restore_default_sigint,
     )
     assert proc.stdout is not None
     while b"phase" not in proc.stdout.readline():
         pass
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=DEADLINE)
-    assert proc.returncode == 130 and b"Traceback" not in err
+    return proc.returncode, out, err
+
+
+def test_sigint_prints_what_was_read(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_text(tp2_startup(ready=False))
+    code, out, err = interrupt_follow(log)
+    assert code == 130 and b"Traceback" not in err
     assert b"STARTING" in out
+
+
+def test_sigint_when_the_test_runner_ignores_sigint(tmp_path: Path) -> None:
+    """pytest run as a background job: SIGINT is ignored in this process and its children."""
+    log = tmp_path / "server.log"
+    log.write_text(tp2_startup(ready=False))
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        code, out, _ = interrupt_follow(log)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert code == 130 and b"STARTING" in out
 
 
 # -- the Follower itself, with a fake clock --------------------------------------------------------
