@@ -19,8 +19,14 @@ if TYPE_CHECKING:
     from logphase.engine import Engine
     from logphase.events import EventBase
 
-EXIT_READY, EXIT_FAILED, EXIT_USAGE, EXIT_STARTING, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
-OUTCOME_EXIT = {"ready": EXIT_READY, "failed": EXIT_FAILED, "starting": EXIT_STARTING}
+from logphase.exit_codes import (  # noqa: F401 - re-exported for the command modules
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_READY,
+    EXIT_STARTING,
+    EXIT_USAGE,
+    OUTCOME_EXIT,
+)
 
 # command modules, in the order `logphase --help` lists them
 COMMANDS = ("parse", "follow", "check", "compare", "report", "schema")
@@ -31,13 +37,15 @@ class InputError(Exception):
 
 
 def parse_expect(items: Sequence[str]) -> dict[str, str]:
-    expect: dict[str, str] = {}
+    from logphase.report import normalize_expect
+
+    pairs: dict[str, str] = {}
     for item in items:
         key, sep, value = item.partition("=")
-        if not sep or not key.strip():
+        if not sep or not key.strip().lstrip("-"):
             raise InputError(f"--expect takes KEY=VALUE (as in server_args, e.g. mem_fraction_static=0.88), got {item!r}")
-        expect[key.strip().lstrip("-").replace("-", "_")] = value.strip()
-    return expect
+        pairs[key] = value
+    return normalize_expect(pairs)
 
 
 def add_expect_since(p: argparse.ArgumentParser) -> None:
@@ -50,6 +58,15 @@ def add_expect_since(p: argparse.ArgumentParser) -> None:
         "a mismatch is a stale_log warning (repeatable)",
     )
     p.add_argument("--since", metavar="TIME", help="ignore output before this time, e.g. '2026-05-09 09:20:00'")
+
+
+def add_color(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--color",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="colour the text output: auto (on a terminal, unless NO_COLOR is set; default), always, never",
+    )
 
 
 def check_since(value: str | None) -> None:

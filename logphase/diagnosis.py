@@ -24,6 +24,10 @@ class Cause(str, Enum):
     PYTHON_EXCEPTION = "python_exception"
     UNKNOWN = "unknown"
 
+    def __str__(self) -> str:
+        # print(report.phase) shows "weight_loading", as the JSON does
+        return str(self.value)
+
 
 class Severity(str, Enum):
     ROOT = "root"  # can be the root cause

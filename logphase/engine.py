@@ -9,7 +9,8 @@ open multi-line records; ``report`` describes the state at any moment without ch
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Mapping
 
 from logphase import events as ev
 from logphase.classify import PLAIN_LINES, PLAIN_RUN, classify, foreign_source
@@ -17,7 +18,7 @@ from logphase.lines import LineSplitter, LogicalLine, Run, RunPatterns
 from logphase.machine import PhaseMachine
 from logphase.prefix import Envelope, split_envelope
 from logphase.records import RecordAssembler, opens_record
-from logphase.report import LinesReport, Report, build_report
+from logphase.report import LinesReport, Report, build_report, normalize_expect
 
 # Raw text kept on an event; the rest of a long line is reachable through its line number.
 MAX_RAW_CHARS = 2000
@@ -31,6 +32,16 @@ _STAMP_SHAPE = b"0000-00-00 00:00:00"  # what PLAIN_LINE's 19-byte timestamps mu
 
 
 class Engine:
+    """The incremental reader of one log: feed it bytes in any chunking, ask for the report at
+    any moment.
+
+    ``source`` names the input in reports. ``since`` ("2026-05-09 09:20:00") ignores output
+    stamped earlier. ``on_unrecognized`` is called with every line no grammar recognised. With
+    ``collect_events=False`` ``feed`` and ``finish`` return no events, and the lines whose
+    events only move the clock (batch statistics, access lines once ready) are counted in bulk
+    without building their events: the report is the same, many times faster.
+    """
+
     def __init__(
         self,
         source: str = "<stream>",
@@ -38,9 +49,6 @@ class Engine:
         on_unrecognized: Callable[[LogicalLine], None] | None = None,
         collect_events: bool = True,
     ) -> None:
-        """With ``collect_events=False`` ``feed`` and ``finish`` return no events, and the lines
-        whose events only move the clock (batch statistics, access lines once ready) are counted
-        in bulk without building their events: the report is the same, many times faster."""
         self.source = source
         self._collect = collect_events
         self._splitter = LineSplitter()
@@ -58,9 +66,16 @@ class Engine:
 
     # -- public face ------------------------------------------------------------------------------
 
-    def feed(self, data: bytes) -> list[ev.EventBase]:
+    def feed(self, data: bytes | str) -> list[ev.EventBase]:
+        """Read more input (bytes; text is taken as UTF-8). Returns the events it completed: a
+        line is complete at its newline, a traceback at the line after it. The partial last line
+        is held until its newline or :meth:`finish`."""
         if self._finished:
             raise RuntimeError("Engine.feed() after finish()")
+        if isinstance(data, str):
+            data = data.encode("utf-8", errors="surrogateescape")
+        elif not isinstance(data, bytes | bytearray | memoryview):
+            raise TypeError(f"Engine.feed() takes bytes or str, not {type(data).__name__}")
         out: list[ev.EventBase] = []
         if self._collect:
             for line in self._splitter.feed(data):
@@ -74,6 +89,8 @@ class Engine:
         return []
 
     def finish(self) -> list[ev.EventBase]:
+        """The input has ended: flush the held partial line and the open tracebacks, and return
+        their events. Later calls return nothing; ``feed`` after ``finish`` is an error."""
         if self._finished:
             return []
         out: list[ev.EventBase] = []
@@ -85,14 +102,19 @@ class Engine:
         return out if self._collect else []
 
     def has_open_records(self) -> bool:
+        """True while a traceback (or another multi-line record) is still being read."""
         return bool(self._records.open)
 
     def open_records_complete(self) -> bool:
         """True when every open traceback has reached its exception line."""
         return all(r.exceptions or r.fatal_message is not None for r in self._records.open.values())
 
-    def report(self, expect: dict[str, str] | None = None, include_open: bool = True, run: int | None = None) -> Report:
-        """The report now: on the last run, or on run ``run`` (1-based; ValueError if absent)."""
+    def report(self, expect: Mapping[str, object] | None = None, include_open: bool = True, run: int | None = None) -> Report:
+        """The report now, on the last run or on run ``run`` (1-based; ValueError if absent).
+
+        ``expect`` maps server_args keys to the values you launched with (``{"tp_size": 2}``): a
+        mismatch is a ``stale_log`` warning. ``include_open`` counts a traceback still being read
+        (a killed process never finishes its record). The engine is not changed."""
         machine = self._machine
         pending = self._records.peek_all() if include_open else []
         if pending:
@@ -113,10 +135,20 @@ class Engine:
             invalid_utf8=stats.invalid_utf8,
             overlong=stats.overlong,
         )
-        return build_report(machine, lines, self.source, expect, self._truncated_line, run_index=run)
+        return build_report(
+            machine,
+            lines,
+            self.source,
+            normalize_expect(expect),
+            self._truncated_line,
+            run_index=run,
+            input_complete=self._finished,
+            since=self._since,
+        )
 
     @property
     def bytes_seen(self) -> int:
+        """Bytes fed so far."""
         return self._splitter.bytes_seen
 
     # -- runs of plain lines (collect_events=False) -----------------------------------------------
@@ -263,14 +295,18 @@ def normalize_time(text: str) -> str:
     return value.isoformat(timespec="seconds") if value.microsecond == 0 else value.isoformat()
 
 
-def parse_bytes(data: bytes, source: str = "<bytes>", expect: dict[str, str] | None = None, since: str | None = None) -> Report:
+def parse_bytes(
+    data: bytes, source: str = "<bytes>", expect: Mapping[str, object] | None = None, since: str | None = None
+) -> Report:
+    """The report on a whole log held in memory (its last run). See :class:`Engine` for the options."""
     engine = Engine(source=source, since=since, collect_events=False)
     engine.feed(data)
     engine.finish()
     return engine.report(expect)
 
 
-def parse_text(text: str, source: str = "<text>", expect: dict[str, str] | None = None, since: str | None = None) -> Report:
+def parse_text(text: str, source: str = "<text>", expect: Mapping[str, object] | None = None, since: str | None = None) -> Report:
+    """The report on a whole log given as text."""
     return parse_bytes(text.encode("utf-8", errors="surrogateescape"), source, expect, since)
 
 
@@ -280,9 +316,14 @@ def parse_text(text: str, source: str = "<text>", expect: dict[str, str] | None 
 BLOCK_SIZE = 1 << 20
 
 
-def parse_file(path: str, expect: dict[str, str] | None = None, since: str | None = None) -> Report:
-    engine = Engine(source=path, since=since, collect_events=False)
-    with open(path, "rb") as handle:
+def parse_file(path: str | os.PathLike[str], expect: Mapping[str, object] | None = None, since: str | None = None) -> Report:
+    """The report on a log file (its last run), read in 1 MiB blocks with constant memory.
+
+    ``expect`` maps server_args keys to what you launched with, e.g. ``{"mem_fraction_static": 0.88}``;
+    ``since`` ignores output stamped before that time. OSError if the file cannot be read."""
+    name = os.fspath(path)
+    engine = Engine(source=name, since=since, collect_events=False)
+    with open(name, "rb") as handle:
         while block := handle.read(BLOCK_SIZE):
             engine.feed(block)
     engine.finish()

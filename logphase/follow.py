@@ -13,14 +13,31 @@ import select
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 from logphase.engine import Engine
+from logphase.exit_codes import EXIT_STARTING, OUTCOME_EXIT
+from logphase.follow_records import (
+    DrainingRecord,
+    FailureRecord,
+    FollowRecord,
+    OutcomeRecord,
+    PhaseRecord,
+    RotatedRecord,
+    RunRecord,
+    StaleRecord,
+    StallRecord,
+    SummaryRecord,
+    TimeoutRecord,
+    TruncatedRecord,
+    WaitingRecord,
+    WarningRecord,
+)
+from logphase.machine import seconds_between
 from logphase.phases import PHASE_ORDER, Phase
+from logphase.render import first_line, headline
 from logphase.report import Report
 from logphase.watch import ChangeWaiter
-
-Record = dict[str, Any]
 
 # How long silence is normal, per phase, before a stall is reported (seconds). Weight loading of a
 # large model and CUDA graph capture legitimately take many minutes with few or no log lines.
@@ -50,8 +67,6 @@ STALL_HINTS: dict[Phase | None, str] = {
     Phase.READY: "the server is up; silence only means no traffic",
 }
 
-EXIT_TIMEOUT = 124
-
 
 @dataclass
 class FollowOptions:
@@ -62,6 +77,8 @@ class FollowOptions:
     since: str | None = None
     flush_timeout: float = 1.0  # an open traceback counts as a failure after this much silence
     poll_interval: float = 0.02
+    # on a pipe: leave at the verdict instead of reading to EOF (the writer then gets SIGPIPE)
+    exit_at_verdict: bool = False
 
 
 def _phase_index(phase: Phase | None) -> int:
@@ -76,20 +93,24 @@ class Follower:
         self.engine = Engine(source=source, since=options.since)
         self._started = time.monotonic() if now is None else now
         self._last_input = self._started
-        self._phase: Phase | None = None
+        self._phases_reported: set[Phase] = set()
         self._runs = 1
         self._failure_reported = False
         self._outcome_reported: str | None = None
         self._warnings_seen: set[tuple[str, int | None, str]] = set()
-        self._next_stall: float | None = None
         self._stall_count = 0
         self._last_line_text = ""
         self._quiet_runs: int | None = None  # set when the content is a stale, finished run
         self.report: Report = self.engine.report(options.expect)
 
+    @property
+    def stale(self) -> bool:
+        """True while the report is about a stale run (see :meth:`mark_stale`)."""
+        return self._quiet_runs is not None and self.report.runs <= self._quiet_runs
+
     # -- input ------------------------------------------------------------------------------------
 
-    def feed(self, data: bytes, now: float) -> list[Record]:
+    def feed(self, data: bytes, now: float) -> list[FollowRecord]:
         if not data:
             return []
         self._last_input = now
@@ -102,46 +123,52 @@ class Follower:
             return []
         return self._changes(now)
 
-    def tick(self, now: float) -> list[Record]:
+    def tick(self, now: float) -> list[FollowRecord]:
         """Clock only: flush timeouts and stall records."""
-        out: list[Record] = []
+        out: list[FollowRecord] = []
         if self.engine.has_open_records() and now - self._last_input >= self.options.flush_timeout:
             out.extend(self._changes(now, include_open=True))
         out.extend(self._stall(now))
         return out
 
-    def finish(self) -> list[Record]:
+    def finish(self) -> list[FollowRecord]:
         self.engine.finish()
         out = self._changes(time.monotonic())
         out.append(self.summary())
         return out
 
-    def summary(self) -> Record:
+    def summary(self, exit_code: int | None = None) -> SummaryRecord:
         """The closing record: the report, and the exit code a launch script should see."""
-        code = self.exit_code()
+        code = exit_code if exit_code is not None else self.exit_code()
         if code is None:
-            code = {"ready": 0, "failed": 1}.get(self.report.outcome, 3)
-        return {"kind": "summary", "exit_code": code, "report": self.report.model_dump(mode="json")}
+            code = EXIT_STARTING if self.stale else OUTCOME_EXIT[self.report.outcome]
+        return SummaryRecord(
+            exit_code=code,
+            stale=self.stale,
+            report=self.report,
+            message=headline(self.report) + (" (stale: an earlier run)" if self.stale else ""),
+        )
 
-    def mark_stale(self, age_s: float) -> Record:
-        """The file ends in a finished run and was not written since before following began."""
+    def mark_stale(self, age_s: float) -> StaleRecord:
+        """The file ends in a finished run and was not written since before following began: its
+        records are not reported as this run's; follow waits for a new run."""
         self._quiet_runs = self.report.runs
-        return {
-            "kind": "stale",
-            "outcome": self.report.outcome,
-            "age_s": round(age_s, 1),
-            "line": self.report.run_start_line,
-            "message": f"this log ends in a finished run ({self.report.outcome}) and was last written {age_s:.0f} s "
+        r = self.report
+        return StaleRecord(
+            outcome=r.outcome,
+            age_s=round(age_s, 1),
+            line=r.run_start_line,
+            message=f"this log ends in a finished run ({headline(r)}) and was last written {age_s:.0f} s "
             "before following began: it is stale; waiting for a new run",
-        }
+        )
 
     # -- decisions --------------------------------------------------------------------------------
 
     def exit_code(self) -> int | None:
         """The exit code once the --until point is reached (or the outcome rules it out)."""
         r = self.report
-        if self._quiet_runs is not None and r.runs <= self._quiet_runs:
-            return None  # still the stale run
+        if self.stale:
+            return None
         until = self.options.until
         if r.outcome == "failed":
             return 1 if until != "eof" else None
@@ -154,68 +181,70 @@ class Follower:
 
     # -- internals --------------------------------------------------------------------------------
 
-    def _changes(self, now: float, include_open: bool = False) -> list[Record]:
+    def _changes(self, now: float, include_open: bool = False) -> list[FollowRecord]:
         open_ok = include_open or self.engine.open_records_complete()
-        self.report = r = self.engine.report(self.options.expect, include_open=open_ok)
-        out: list[Record] = []
-        if r.runs != self._runs:
-            self._runs = r.runs
-            self._phase = None
+        expect = self.options.expect
+        self.report = r = self.engine.report(expect, include_open=open_ok)
+        if self.stale:
+            return []  # an earlier run's records are not this run's
+        out: list[FollowRecord] = []
+        while self._runs < r.runs:
+            # one read can hold the end of a run and the start of the next: finish the earlier
+            # run's records first, so that the records do not depend on how the input was read
+            if self._quiet_runs is None or self._runs > self._quiet_runs:
+                out.extend(self._run_records(self.engine.report(expect, include_open=open_ok, run=self._runs), earlier=True))
+            self._runs += 1
+            self._phases_reported = set()
             self._failure_reported = False
             self._outcome_reported = None
+            start = self.engine.report(run=self._runs).run_start_line if self._runs < r.runs else r.run_start_line
+            out.append(RunRecord(runs=self._runs, line=start, message=f"a new run starts at line {start}"))
+        out.extend(self._run_records(r))
+        return out
+
+    def _run_records(self, r: Report, earlier: bool = False) -> list[FollowRecord]:
+        """What is new in the report of the run being followed: phases entered, the failure,
+        warnings and the verdict."""
+        out: list[FollowRecord] = []
+        # every phase entered gets its record, in phase order, however much one read brought
+        for p in r.phases:
+            if p.name in self._phases_reported:
+                continue
+            self._phases_reported.add(p.name)
+            first_rank = min(p.ranks.items(), key=lambda kv: (kv[1].start or "", kv[1].first_line or 0))[0] if p.ranks else None
             out.append(
-                {
-                    "kind": "run",
-                    "runs": r.runs,
-                    "line": r.run_start_line,
-                    "message": f"a new run starts at line {r.run_start_line}",
-                }
-            )
-        if r.phase is not None and _phase_index(r.phase) > _phase_index(self._phase) and r.outcome != "failed":
-            self._phase = r.phase
-            phase_report = next((p for p in r.phases if p.name == r.phase), None)
-            first_rank = None
-            if phase_report and phase_report.ranks:
-                first_rank = min(phase_report.ranks.items(), key=lambda kv: kv[1].start or "")[0]
-            out.append(
-                {
-                    "kind": "phase",
-                    "phase": r.phase.value,
-                    "ts": phase_report.start if phase_report else None,
-                    "rank": first_rank,
-                    "elapsed_s": r.total_startup_s,
-                    "message": f"{r.phase.value}" + (f" (first: {first_rank})" if first_rank else ""),
-                }
+                PhaseRecord(
+                    phase=p.name,
+                    ts=p.start,
+                    rank=first_rank,
+                    line=p.first_line,
+                    elapsed_s=seconds_between(r.phases[0].start, p.start),
+                    message=p.name.value + (f" (first: {first_rank})" if first_rank else ""),
+                )
             )
         if r.failure is not None and not self._failure_reported:
             self._failure_reported = True
             f = r.failure
             where = f.phase.value if f.phase else "unknown phase"
-            first_line = f.message.splitlines()[0][:200] if f.message else ""
             out.append(
-                {
-                    "kind": "failure",
-                    "failure": f.model_dump(mode="json"),
-                    "phase": f.phase.value if f.phase else None,
-                    "message": f"{f.cause.value} in {where}: {first_line}",
-                }
+                FailureRecord(failure=f, phase=f.phase, message=f"{f.cause.value} in {where}: {first_line(f.message, 200)}")
             )
         for w in r.warnings:
             key = (w.kind, w.line, w.message)
-            if key not in self._warnings_seen:
+            if key not in self._warnings_seen and not (earlier and w.kind == "multiple_runs"):
                 self._warnings_seen.add(key)
-                out.append({"kind": "warning", "warning": w.model_dump(mode="json"), "message": f"{w.kind}: {w.message}"})
+                out.append(WarningRecord(warning=w, message=f"{w.kind}: {w.message}"))
         if r.outcome in ("ready", "failed") and self._outcome_reported != r.outcome:
             self._outcome_reported = r.outcome
             out.append(
-                {
-                    "kind": "outcome",
-                    "outcome": r.outcome,
-                    "total_startup_s": r.total_startup_s,
-                    "message": f"{r.outcome} after {r.total_startup_s} s" if r.total_startup_s is not None else r.outcome,
-                }
+                OutcomeRecord(
+                    outcome=r.outcome,
+                    ts=r.failure.ts if r.failure is not None else _ready_ts(r),
+                    total_startup_s=r.total_startup_s,
+                    run=self._runs,
+                    message=headline(r),
+                )
             )
-        self._next_stall = None
         return out
 
     def _stall_threshold(self) -> float:
@@ -223,7 +252,7 @@ class Follower:
             return self.options.stall_after
         return DEFAULT_STALL_AFTER.get(self.report.phase, 300.0)
 
-    def _stall(self, now: float) -> list[Record]:
+    def _stall(self, now: float) -> list[FollowRecord]:
         if self.report.outcome != "starting" and self._quiet_runs is None:
             return []
         silent = now - self._last_input
@@ -233,17 +262,16 @@ class Follower:
         if silent < due:
             return []
         self._stall_count += 1
-        phase = self.report.phase
+        phase = self.report.phase if not self.stale else None
+        hint = STALL_HINTS.get(phase, STALL_HINTS[None])
         return [
-            {
-                "kind": "stall",
-                "phase": phase.value if phase else None,
-                "silent_s": round(silent, 1),
-                "last_line": self._last_line_text,
-                "hint": STALL_HINTS.get(phase, STALL_HINTS[None]),
-                "message": f"no new output for {silent:.0f} s in {phase.value if phase else 'an unknown phase'}: "
-                + STALL_HINTS.get(phase, STALL_HINTS[None]),
-            }
+            StallRecord(
+                phase=phase,
+                silent_s=round(silent, 1),
+                last_line=self._last_line_text,
+                hint=hint,
+                message=f"no new output for {silent:.0f} s in {phase.value if phase else 'an unknown phase'}: {hint}",
+            )
         ]
 
     def next_deadline(self, now: float) -> float:
@@ -265,8 +293,11 @@ def follow_stream(
     source: str = "<stdin>",
     clock: Callable[[], float] = time.monotonic,
     on_follower: Callable[[Follower], None] | None = None,
-) -> Iterator[Record]:
-    """Follow a pipe or any readable binary stream until EOF or until the --until point.
+) -> Iterator[FollowRecord]:
+    """Follow a pipe or any readable binary stream. At the --until point the verdict is given at
+    once; unless ``options.exit_at_verdict``, the stream is then read to its end (records go on:
+    a failure while serving is still reported), so that a writer upstream never gets SIGPIPE,
+    and the summary comes at EOF with the verdict's exit code.
     ``on_follower`` receives the Follower in use (for a summary if the caller is interrupted)."""
     options = options or FollowOptions()
     follower = Follower(source, options, now=clock())
@@ -274,27 +305,36 @@ def follow_stream(
         on_follower(follower)
     start = clock()
     fd = stream.fileno()
+    verdict: int | None = None
     while True:
         now = clock()
-        if options.timeout is not None and now - start >= options.timeout:
+        if verdict is None and options.timeout is not None and now - start >= options.timeout:
             yield _timeout_record(follower, now - start)
             return
         wait = follower.next_deadline(now)
-        if options.timeout is not None:
+        if verdict is None and options.timeout is not None:
             wait = min(wait, max(0.0, options.timeout - (now - start)))
         ready, _, _ = select.select([fd], [], [], min(wait, 3600.0))
         now = clock()
         if ready:
             data = os.read(fd, READ_SIZE)
             if not data:
-                yield from follower.finish()
+                yield from follower.finish()[:-1]
+                yield follower.summary(verdict)
                 return
             yield from follower.feed(data, now)
         else:
             yield from follower.tick(now)
-        if follower.exit_code() is not None:
-            yield follower.summary()
-            return
+        if verdict is None and follower.exit_code() is not None:
+            verdict = follower.exit_code()
+            if options.exit_at_verdict:
+                yield follower.summary()
+                return
+            yield DrainingRecord(
+                exit_code=verdict,
+                message=f"{headline(follower.report)}; reading the input to its end so that its writer keeps running "
+                f"(exit code {verdict} then; --exit-at-verdict leaves now)",
+            )
 
 
 def follow_file(
@@ -303,7 +343,7 @@ def follow_file(
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
     on_follower: Callable[[Follower], None] | None = None,
-) -> Iterator[Record]:
+) -> Iterator[FollowRecord]:
     """Follow a file by name, like ``tail -F``: from its first byte, surviving its absence,
     truncation (a new Follower: line numbers restart with the file) and rotation (the old file is
     read to its end first)."""
@@ -329,7 +369,7 @@ def follow_file(
     inode: tuple[int, int] | None = None
     waiting_said = False
     first_read = True
-    backlog: list[Record] = []
+    backlog: list[FollowRecord] = []
     try:
         while True:
             now = clock()
@@ -344,7 +384,7 @@ def follow_file(
                 except FileNotFoundError:
                     if not waiting_said:
                         waiting_said = True
-                        yield {"kind": "waiting", "message": f"{path} does not exist yet; waiting for it"}
+                        yield WaitingRecord(message=f"{path} does not exist yet; waiting for it")
                     yield from follower.tick(now)
                     pause(now)
                     continue
@@ -363,8 +403,10 @@ def follow_file(
                 st = os.fstat(handle.fileno())
                 age = start_wall - st.st_mtime
                 if follower.report.outcome != "starting" and age > 1.0:
+                    # what the file held is an earlier run: its phases and outcome are not this run's
                     yield follower.mark_stale(age)
-                yield from backlog
+                else:
+                    yield from backlog
                 backlog.clear()
             if follower.exit_code() is not None:
                 break
@@ -378,7 +420,7 @@ def follow_file(
                 rest = handle.read()  # rotated: finish the old file first
                 if rest:
                     yield from follower.feed(rest, clock())
-                yield {"kind": "rotated", "message": f"{path} was replaced; reading the new file from its start"}
+                yield RotatedRecord(message=f"{path} was replaced; reading the new file from its start")
                 handle.close()
                 handle, inode = None, None
                 follower = _successor(follower, path, options)
@@ -386,11 +428,9 @@ def follow_file(
                     on_follower(follower)
                 continue
             if st is not None and st.st_size < position:
-                yield {
-                    "kind": "truncated",
-                    "at_byte": position,
-                    "message": f"{path} was truncated at byte {position}; reading it again from its start",
-                }
+                yield TruncatedRecord(
+                    at_byte=position, message=f"{path} was truncated at byte {position}; reading it again from its start"
+                )
                 handle.seek(0)
                 follower = _successor(follower, path, options)
                 if on_follower:
@@ -406,13 +446,15 @@ def follow_file(
             waiter.close()
 
 
-def _timeout_record(follower: Follower, waited: float) -> Record:
-    return {
-        "kind": "timeout",
-        "after_s": round(waited, 1),
-        "message": f"gave up after {waited:.0f} s",
-        "report": follower.report.model_dump(mode="json"),
-    }
+def _ready_ts(report: Report) -> str | None:
+    ready = next((p for p in report.phases if p.name is Phase.READY), None)
+    return ready.start if ready is not None else None
+
+
+def _timeout_record(follower: Follower, waited: float) -> TimeoutRecord:
+    return TimeoutRecord(
+        after_s=round(waited, 1), stale=follower.stale, report=follower.report, message=f"gave up after {waited:.0f} s"
+    )
 
 
 def _successor(old: Follower, path: str, options: FollowOptions) -> Follower:

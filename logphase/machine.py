@@ -135,6 +135,7 @@ class Run:
     overrides: list[ev.ParameterOverride] = field(default_factory=list)
     notices: list[tuple[str, str, int]] = field(default_factory=list)  # (kind, message, line)
     memory: dict[str, dict[str, float]] = field(default_factory=dict)  # rank -> boundary -> GB
+    memory_lines: dict[str, dict[str, int]] = field(default_factory=dict)  # rank -> boundary -> line
     weights_gb: float | None = None
     kv_cache_gb: float | None = None
     kv_tokens: int | None = None
@@ -343,10 +344,10 @@ class PhaseMachine:
         elif isinstance(event, ev.ParameterOverride):
             run.overrides.append(event)
         elif isinstance(event, ev.WeightLoadBegin) and event.avail_mem_gb is not None:
-            run.memory.setdefault(rank, {}).setdefault("weight_loading_start", event.avail_mem_gb)
+            _reading(run, rank, "weight_loading_start", event.avail_mem_gb, event.line)
         elif isinstance(event, ev.WeightLoadEnd):
             if event.avail_mem_gb is not None:
-                run.memory.setdefault(rank, {}).setdefault("weight_loading_end", event.avail_mem_gb)
+                _reading(run, rank, "weight_loading_end", event.avail_mem_gb, event.line)
             if event.mem_usage_gb is not None and run.weights_gb is None:
                 run.weights_gb = event.mem_usage_gb
         elif isinstance(event, ev.KvCacheAllocated):
@@ -366,16 +367,16 @@ class PhaseMachine:
                     (run.mamba_cache_gb or 0.0) + (event.conv_state_gb or 0.0) + (event.ssm_state_gb or 0.0), 4
                 )
         elif isinstance(event, ev.MemoryPoolEnd) and event.avail_mem_gb is not None:
-            run.memory.setdefault(rank, {}).setdefault("memory_pool_end", event.avail_mem_gb)
+            _reading(run, rank, "memory_pool_end", event.avail_mem_gb, event.line)
         elif isinstance(event, ev.CaptureBegin):
             if event.avail_mem_gb is not None:
-                run.memory.setdefault(rank, {}).setdefault("cuda_graph_capture_start", event.avail_mem_gb)
+                _reading(run, rank, "cuda_graph_capture_start", event.avail_mem_gb, event.line)
                 self._capture_mem(run, event.avail_mem_gb, event.rank, event.line)
             if event.batch_sizes:
                 run.max_capture_bs = max([run.max_capture_bs or 0, *event.batch_sizes])
         elif isinstance(event, ev.CaptureEnd):
             if event.avail_mem_gb is not None:
-                run.memory.setdefault(rank, {})["cuda_graph_capture_end"] = event.avail_mem_gb
+                _reading(run, rank, "cuda_graph_capture_end", event.avail_mem_gb, event.line, latest=True)
             if event.mem_usage_gb is not None and rank == self._first_rank(run, rank):
                 run.cuda_graph_gb = round((run.cuda_graph_gb or 0.0) + event.mem_usage_gb, 4)
             if event.batch_sizes:
@@ -436,6 +437,14 @@ class PhaseMachine:
     def _capture_mem(run: Run, avail: float, rank: str | None, line: int) -> None:
         if run.capture_avail_gb is None or avail < run.capture_avail_gb[0]:
             run.capture_avail_gb = (avail, rank, line)
+
+
+def _reading(run: Run, rank: str, boundary: str, gb: float, line: int, latest: bool = False) -> None:
+    """Free memory of ``rank`` at a phase boundary: the first reading, or with ``latest`` the last."""
+    readings = run.memory.setdefault(rank, {})
+    if latest or boundary not in readings:
+        readings[boundary] = gb
+        run.memory_lines.setdefault(rank, {})[boundary] = line
 
 
 def _detail(event: ev.EventBase, run: Run) -> str | None:

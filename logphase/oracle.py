@@ -22,8 +22,10 @@ from logphase.diagnosis import Cause
 from logphase.engine import BLOCK_SIZE, Engine
 from logphase.machine import PhaseMachine
 from logphase.phases import PHASE_ORDER, Phase
-from logphase.report import SCHEMA_VERSION, Outcome, PhaseReport, Report, values_match
+from logphase.report import SCHEMA_VERSION, Outcome, PhaseReport, Report, normalize_expect, values_match
 
+# version 2 only added fields, all with defaults: a saved version-1 report reads as a version 2
+READABLE_SCHEMAS = (1, SCHEMA_VERSION)
 DEFAULT_TOLERANCE = 0.2
 # SGLang stamps its lines to the second: a phase of 2 s that takes 3 s is rounding, not a
 # regression. A phase counts as slower only when it is also this many seconds slower.
@@ -139,8 +141,12 @@ def report_from_json(data: bytes, source: str) -> Report | None:
         return None
     if not isinstance(value, dict) or "schema_version" not in value:
         raise OracleError(f"{source}: JSON, but not a logphase report (no schema_version)")
-    if value["schema_version"] != SCHEMA_VERSION:
-        raise OracleError(f"{source}: report schema_version {value['schema_version']!r}, this logphase reads {SCHEMA_VERSION}")
+    if value["schema_version"] not in READABLE_SCHEMAS:
+        raise OracleError(
+            f"{source}: report schema_version {value['schema_version']!r}, this logphase reads "
+            + ", ".join(map(str, READABLE_SCHEMAS))
+        )
+    value["schema_version"] = SCHEMA_VERSION  # version 1 lacks only fields that have defaults
     try:
         return Report.model_validate(value)
     except ValidationError as exc:
@@ -284,7 +290,7 @@ class Expectations:
             cause=parse_cause(cause) if cause is not None else None,
             max_durations=durations,
             max_total=parse_number(max_total, "max total", "s") if max_total is not None else None,
-            expect={str(k).lstrip("-").replace("-", "_"): _expect_text(v) for k, v in (expect or {}).items()},
+            expect=normalize_expect(expect),
             min_avail_mem=parse_number(min_avail_mem, "min avail mem", "GB") if min_avail_mem is not None else None,
             baseline=load(baseline).report if baseline is not None else None,
             tolerance=parse_number(tolerance, "tolerance") if tolerance is not None else DEFAULT_TOLERANCE,
@@ -296,12 +302,6 @@ class Expectations:
         if self.outcome is not None:
             return self.outcome
         return "failed" if self.cause is not None else "ready"
-
-
-def _expect_text(value: Any) -> str:
-    if isinstance(value, bool):
-        return str(value)
-    return value if isinstance(value, str) else str(value)
 
 
 # --- checking ------------------------------------------------------------------------------------

@@ -20,6 +20,10 @@ class Phase(str, Enum):
     WARMUP = "warmup"
     READY = "ready"
 
+    def __str__(self) -> str:
+        # print(report.phase) shows "weight_loading", as the JSON does
+        return str(self.value)
+
     @property
     def index(self) -> int:
         return PHASE_ORDER.index(self)

@@ -2,27 +2,47 @@
 
 from __future__ import annotations
 
-from logphase.report import Report
+import os
+from typing import IO
+
+from logphase.report import PhaseReport, Report
+from logphase.wording import clip, first_line, fmt_duration, headline, plural
+
+# ANSI SGR codes; used only on a terminal, and never with NO_COLOR set (https://no-color.org)
+_STYLES = {"ready": "1;32", "failed": "1;31", "starting": "1;33", "cause": "31", "warning": "33", "dim": "2", "bold": "1"}
 
 
-def _seconds(value: float | None) -> str:
-    if value is None:
-        return "-"
-    if value >= 120:
-        return f"{value / 60:.1f} min"
-    return f"{value:.0f} s" if value >= 10 else f"{value:.1f} s"
+def use_color(stream: IO[str] | IO[bytes], mode: str = "auto") -> bool:
+    """``mode`` is auto (a terminal, and NO_COLOR unset), always or never."""
+    if mode == "always":
+        return True
+    if mode == "never" or os.environ.get("NO_COLOR"):
+        return False
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
-def render_text(report: Report) -> str:
+def _paint(text: str, style: str, color: bool) -> str:
+    return f"\x1b[{_STYLES[style]}m{text}\x1b[0m" if color else text
+
+
+def slowest_rank(p: PhaseReport) -> str:
+    """'TP3 32 s', or 'same on all' when every rank took as long (nothing to single out)."""
+    durations = [span.duration_s for span in p.ranks.values() if span.duration_s is not None]
+    if len(p.ranks) < 2 or not durations:
+        return ""
+    if max(durations) - min(durations) < 0.5:
+        return "same on all"
+    rank, span = max(p.ranks.items(), key=lambda kv: kv[1].duration_s or 0.0)
+    return f"{rank} {fmt_duration(span.duration_s)}"
+
+
+def render_text(report: Report, color: bool = False) -> str:
     out: list[str] = []
-    phase = report.phase.value if report.phase else "unknown"
-    headline = {
-        "ready": f"READY after {_seconds(report.total_startup_s)}",
-        "failed": f"FAILED in {phase}",
-        "starting": f"STARTING: in {phase}, {_seconds(report.total_startup_s)} so far",
-    }[report.outcome]
     runs = f" (run {report.runs} of {report.runs}, from line {report.run_start_line})" if report.runs > 1 else ""
-    out.append(f"{report.source}: {headline}{runs}")
+    out.append(f"{report.source}: {_paint(headline(report), report.outcome, color)}{runs}")
     model = report.config.get("model_path")
     if model is not None:
         parallel = ", ".join(
@@ -38,29 +58,33 @@ def render_text(report: Report) -> str:
         out.append(f"  ranks {shown}")
     if report.phases:
         out.append("")
-        out.append(f"  {'phase':<20} {'start':<20} {'duration':>10}  slowest rank")
+        out.append(_paint(f"  {'phase':<20} {'start':<20} {'duration':>10}  slowest rank", "dim", color))
+        gaps = {g.after: g for g in report.unaccounted}
         for p in report.phases:
-            slowest = ""
-            if len(p.ranks) > 1:
-                rank, span = max(p.ranks.items(), key=lambda kv: kv[1].duration_s or 0.0)
-                slowest = f"{rank} {_seconds(span.duration_s)}"
             still = " (open)" if p.end is None and report.outcome == "starting" and p.name == report.phase else ""
             start = (p.start or "-").replace("T", " ")
-            out.append(f"  {p.name.value:<20} {start:<20} {_seconds(p.duration_s):>10}  {slowest}{still}")
+            out.append(f"  {p.name.value:<20} {start:<20} {fmt_duration(p.duration_s):>10}  {slowest_rank(p)}{still}")
+            gap = gaps.get(p.name)
+            if gap is not None:
+                where = f"lines {gap.first_line}-{gap.last_line}" if gap.first_line and gap.last_line else ""
+                row = f"  {'(between phases)':<20} {gap.start.replace('T', ' '):<20} {fmt_duration(gap.duration_s):>10}  {where}"
+                out.append(_paint(row, "warning", color))
     f = report.failure
     if f is not None:
         out.append("")
         where = f" on {f.rank}" if f.rank else ""
-        out.append(f"  cause   {f.cause.value}{where}, line {f.line}")
-        out.append(f"  error   {f.message.splitlines()[0][:240] if f.message else '-'}")
+        out.append(_paint(f"  cause   {f.cause.value}{where}, line {f.line}", "cause", color))
+        out.append(f"  error   {first_line(f.message) if f.message else '-'}")
         out.append(f"  hint    {f.hint}")
         if f.consequences:
-            out.append(f"  echoes  {len(f.consequences)} later lines are consequences (first: line {f.consequences[0].line})")
+            n = len(f.consequences)
+            lines = ", ".join(str(c.line) for c in f.consequences[:5]) + (", ..." if n > 5 else "")
+            out.append(f"  echoes  {plural(n, 'other line')} follow from it ({'line' if n == 1 else 'lines'} {lines})")
     if report.warnings:
         out.append("")
         for w in report.warnings:
             line = f" (line {w.line})" if w.line else ""
-            out.append(f"  warning {w.kind}: {w.message}{line}")
+            out.append(_paint(f"  warning {w.kind}: {clip(w.message, 400)}{line}", "warning", color))
     lines = report.lines
     out.append("")
     out.append(

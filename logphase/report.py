@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import re
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -11,10 +13,15 @@ from logphase.diagnosis import ECHO_PREFERENCE, Cause, Severity, hint
 from logphase.machine import PHASE_ORDER, Incident, PhaseMachine, Run, seconds_between
 from logphase.phases import Phase
 
-SCHEMA_VERSION = 1
+# 2: provenance (first/last line of phases and rank spans, time and rank of the failure and of each
+# consequence, structured warning values), unaccounted time between phases, new warning kinds
+SCHEMA_VERSION = 2
 # Free GPU memory below this when CUDA graph capture starts is a memory-pressure sign: capture
 # and the first large batches allocate on top of it.
 LOW_CAPTURE_MEMORY_GB = 5.0
+# Time between two phases longer than this is reported as its own row: SGLang stamps whole
+# seconds, so one second between an end marker and the next begin marker is only rounding.
+UNACCOUNTED_MIN_S = 1.0
 
 Outcome = Literal["ready", "failed", "starting"]
 
@@ -48,77 +55,132 @@ CONFIG_KEYS = (
 
 
 class RankSpan(BaseModel):
-    start: str | None
-    end: str | None
-    duration_s: float | None
+    """One rank's stay in one phase."""
+
+    start: str | None = Field(description="when the rank entered the phase (ISO 8601 as printed)")
+    end: str | None = Field(description="when it left it; null while open")
+    duration_s: float | None = Field(description="end - start; for an open phase, up to the last timestamp")
+    first_line: int | None = Field(default=None, description="the line that shows the rank entering the phase")
+    last_line: int | None = Field(default=None, description="the line that closes it; null while open")
 
 
 class PhaseReport(BaseModel):
+    """A phase of the server: from the first rank to enter it to the last to leave it."""
+
     name: Phase
-    start: str | None
-    end: str | None = Field(description="null while the phase is still open")
+    start: str | None = Field(description="when the first rank entered it")
+    end: str | None = Field(description="when the last rank left it; null while the phase is still open")
     duration_s: float | None = Field(description="end - start; for an open phase, up to the last timestamp")
-    ranks: dict[str, RankSpan] = Field(default_factory=dict)
+    first_line: int | None = Field(default=None, description="the first line that shows the phase")
+    last_line: int | None = Field(default=None, description="the line that ends it (the last rank's); null while open")
+    ranks: dict[str, RankSpan] = Field(default_factory=dict, description="per rank tag, as printed")
+
+
+class UnaccountedReport(BaseModel):
+    """Time between two phases that no phase accounts for (host-side work SGLang does not
+    announce, a slow rank the others wait for ...): shown so that the slowest stretch is never hidden."""
+
+    after: Phase = Field(description="the phase that ended")
+    before: Phase = Field(description="the phase that started next")
+    start: str = Field(description="when the earlier phase ended")
+    end: str = Field(description="when the later phase started")
+    duration_s: float
+    first_line: int | None = Field(description="the line that ends the earlier phase")
+    last_line: int | None = Field(description="the line that starts the later phase")
 
 
 class Consequence(BaseModel):
-    line: int
+    """A line that follows from the root cause (an echo): another rank's error, sigquit, a wrapper."""
+
+    line: int = Field(description="1-based line number (counts \\n only, as grep -n)")
     message: str
+    ts: str | None = Field(default=None, description="its time, or the time of the line before it")
+    rank: str | None = Field(default=None, description="the rank that printed it; null for the server")
 
 
 class FailureReport(BaseModel):
+    """The root cause of a failed startup: the first specific fatal error in time."""
+
     cause: Cause
-    phase: Phase | None
-    rank: str | None
-    line: int
-    message: str
-    hint: str
-    consequences: list[Consequence] = Field(default_factory=list)
+    phase: Phase | None = Field(description="the phase it struck in")
+    rank: str | None = Field(description="the rank that failed first; null for the main process")
+    line: int = Field(description="the line to read: the traceback's header or the line that states the error")
+    ts: str | None = Field(default=None, description="its time, or the time of the line before it")
+    message: str = Field(description="the error as printed (the exception line, the fatal single line)")
+    hint: str = Field(description="what to change or check, for this cause in this phase")
+    consequences: list[Consequence] = Field(default_factory=list, description="echoes of the root cause, in line order")
 
 
 class WarningReport(BaseModel):
-    kind: str
+    """Something worth knowing that is not a failure. ``setting``/``expected``/``found`` are set for
+    warnings about a configuration value (stale_log, ignored_parameter, expect_unverified)."""
+
+    kind: str = Field(
+        description="stale_log, expect_unverified, ignored_parameter, multiple_runs, memory_pressure, truncated_input, "
+        "distributed_stall, memory_imbalance, warmup_failed, no_sglang_output, nothing_since"
+    )
     message: str
-    line: int | None = None
+    line: int | None = Field(default=None, description="the line it is about")
+    setting: str | None = Field(default=None, description="the configuration key concerned")
+    expected: str | None = Field(default=None, description="what you launched with (--expect) or requested")
+    found: str | None = Field(default=None, description="what the log shows")
 
 
 class LinesReport(BaseModel):
+    """Every logical line is counted once: total = events + unrecognized + blank + ignored + truncated."""
+
     total: int = Field(description="logical lines: physical lines split on \\r and glued prefixes")
     events: int = Field(description="logical lines that are part of an event")
-    unrecognized: int
-    blank: int = 0
+    unrecognized: int = Field(description="lines no grammar recognised (parse --unrecognized prints them)")
+    blank: int = Field(default=0, description="empty lines")
     ignored: int = Field(default=0, description="skipped by --since")
     truncated: int = Field(default=0, description="the last line, cut before its newline")
     physical: int = Field(default=0, description="lines as grep -c counts them")
-    invalid_utf8: int = 0
-    overlong: int = 0
+    invalid_utf8: int = Field(default=0, description="lines with bytes that are not UTF-8 (replaced)")
+    overlong: int = Field(default=0, description="lines longer than 64 KiB (the rest of the line is not read)")
 
 
 class MemoryReport(BaseModel):
-    weights_gb: float | None = None
-    kv_cache_gb: float | None = None
-    kv_cache_tokens: int | None = None
-    mamba_cache_gb: float | None = None
-    cuda_graph_gb: float | None = None
-    min_avail_during_capture_gb: float | None = None
+    """GPU memory as SGLang reports it (GB as printed, i.e. GiB)."""
+
+    weights_gb: float | None = Field(default=None, description="weights, per rank (Load weight end: mem usage)")
+    kv_cache_gb: float | None = Field(default=None, description="KV cache, per rank (all pools of one rank)")
+    kv_cache_tokens: int | None = Field(default=None, description="KV cache size in tokens")
+    mamba_cache_gb: float | None = Field(default=None, description="mamba / linear-attention state cache, per rank")
+    cuda_graph_gb: float | None = Field(default=None, description="CUDA graphs, per rank (all captures of one rank)")
+    min_avail_during_capture_gb: float | None = Field(
+        default=None, description="lowest free memory seen when capture started or during it"
+    )
+    min_avail_line: int | None = Field(default=None, description="the line with that lowest reading")
     avail_gb: dict[str, dict[str, float]] = Field(
         default_factory=dict, description="free GPU memory per rank at each phase boundary"
     )
+    avail_lines: dict[str, dict[str, int]] = Field(default_factory=dict, description="the line of each reading in avail_gb")
 
 
 class Report(BaseModel):
-    schema_version: int = SCHEMA_VERSION
-    source: str
-    outcome: Outcome
-    phase: Phase | None
-    phases: list[PhaseReport]
-    total_startup_s: float | None
-    ranks: list[str]
-    runs: int
-    run_start_line: int
-    failure: FailureReport | None
+    """What logphase knows about one run of the server at this point of the log."""
+
+    schema_version: int = Field(default=SCHEMA_VERSION, description="version of this JSON contract")
+    source: str = Field(description="file name, or <stdin>")
+    outcome: Outcome = Field(description="ready, failed or starting")
+    phase: Phase | None = Field(
+        description="the furthest phase any rank entered; on failure, the phase the root cause struck in; "
+        "null only when nothing of a start-up was recognised"
+    )
+    phases: list[PhaseReport] = Field(description="the phases entered, in phase order")
+    unaccounted: list[UnaccountedReport] = Field(
+        default_factory=list, description=f"time between phases longer than {UNACCOUNTED_MIN_S:g} s, in time order"
+    )
+    total_startup_s: float | None = Field(
+        description="first timestamp of the run to ready (or to the failure, or to the last timestamp while starting)"
+    )
+    ranks: list[str] = Field(description="rank tags as printed; a single-GPU server's scheduler is TP0")
+    runs: int = Field(description="runs found in the input")
+    run_start_line: int = Field(description="the first line of the run this report describes")
+    failure: FailureReport | None = Field(description="the root cause, when the run failed")
     warnings: list[WarningReport]
-    config: dict[str, Any]
+    config: dict[str, Any] = Field(description="key server_args values, scheduler limits and startup timings")
     memory: MemoryReport
     lines: LinesReport
 
@@ -135,8 +197,13 @@ def build_report(
     expect: dict[str, str] | None = None,
     truncated_line: int | None = None,
     run_index: int | None = None,
+    input_complete: bool = True,
+    since: str | None = None,
 ) -> Report:
-    """The report on the last run, or on run ``run_index`` (1-based) of the file."""
+    """The report on the last run, or on run ``run_index`` (1-based) of the file.
+
+    ``input_complete`` is False while more input may come (follow): a setting the log has not
+    shown yet is then only unverified once the run is past the point where it would have shown it."""
     if run_index is not None and not 1 <= run_index <= len(machine.runs):
         raise ValueError(f"run {run_index} does not exist: the log holds {len(machine.runs)} run(s)")
     run = machine.runs[run_index - 1] if run_index is not None else machine.run
@@ -147,12 +214,16 @@ def build_report(
     ranks = sorted((r for r in run.tracks if r is not None), key=rank_sort_key)
     # startup ends at ready, even if the server failed later while serving
     end_ts = run.ready_ts if ready else (failure_ts(run) if failure else run.last_ts)
-    warnings = _warnings(machine, run, expect or {}, truncated_line if run is machine.run else None)
+    is_last = run is machine.run
+    warnings = _warnings(machine, run, expect or {}, truncated_line if is_last else None, input_complete or not is_last)
+    warnings.extend(_input_warnings(lines, since))
+    phases = _phases(run, failure)
     return Report(
         source=source,
         outcome=outcome,
         phase=phase,
-        phases=_phases(run, failure),
+        phases=phases,
+        unaccounted=_unaccounted(phases),
         total_startup_s=seconds_between(run.first_ts, end_ts),
         ranks=ranks,
         runs=len(machine.runs),
@@ -167,7 +238,9 @@ def build_report(
             mamba_cache_gb=run.mamba_cache_gb,
             cuda_graph_gb=run.cuda_graph_gb,
             min_avail_during_capture_gb=run.capture_avail_gb[0] if run.capture_avail_gb else None,
+            min_avail_line=run.capture_avail_gb[2] if run.capture_avail_gb else None,
             avail_gb={k: dict(v) for k, v in sorted(run.memory.items(), key=lambda kv: rank_sort_key(kv[0]))},
+            avail_lines={k: dict(v) for k, v in sorted(run.memory_lines.items(), key=lambda kv: rank_sort_key(kv[0]))},
         ),
         lines=lines,
     )
@@ -181,9 +254,9 @@ def failure_ts(run: Run) -> str | None:
 def _root(run: Run) -> Incident | None:
     roots = [i for i in run.incidents if i.assessment.severity is Severity.ROOT]
     if roots:
-        # first in time; within one second (the log's resolution) the lowest rank, so that the
-        # answer does not depend on how the ranks' writes happened to interleave
-        return min(roots, key=lambda i: (i.event.ts or "", rank_sort_key(i.event.rank or ""), i.event.line))
+        # first in time; among failures stamped with the same second (the log's resolution), the
+        # earliest line: line numbers do not depend on how the input was read
+        return min(roots, key=lambda i: (i.event.ts or "", i.event.line))
     echoes = [i for i in run.incidents if i.assessment.severity is Severity.ECHO]
     for cause in ECHO_PREFERENCE:
         for incident in echoes:
@@ -204,12 +277,20 @@ def _failure(run: Run) -> tuple[FailureReport | None, Phase | None]:
     minimum = _min_mem_fraction(root.assessment.message)
     if minimum:
         facts["min_mem_fraction_static"] = minimum
-    consequences = [Consequence(line=i.event.line, message=i.assessment.message[:300]) for i in run.incidents if i is not root]
+    consequences = sorted(
+        (
+            Consequence(line=i.event.line, message=i.assessment.message[:300], ts=i.event.ts, rank=i.event.rank)
+            for i in run.incidents
+            if i is not root
+        ),
+        key=lambda c: c.line,
+    )
     report = FailureReport(
         cause=root.assessment.cause,
         phase=phase,
         rank=root.event.rank or _rank_named_in(root.assessment.message, run),
         line=root.event.line,
+        ts=root.event.ts,
         message=root.assessment.message[:2000],
         hint=hint(root.assessment.cause, phase, config, facts),
         consequences=consequences[:50],
@@ -236,51 +317,90 @@ def _phases(run: Run, failure: FailureReport | None) -> list[PhaseReport]:
     last_ts = run.last_ts
     for phase in PHASE_ORDER:
         ranks: dict[str, RankSpan] = {}
-        starts: list[str] = []
-        ends: list[str] = []
+        starts: list[tuple[str, int]] = []
+        first_lines: list[int] = []
+        ends: list[tuple[str, int | None]] = []
+        end_lines: list[int] = []
         open_any = False
         ranked = any(rank is not None and phase in track.spans for rank, track in run.tracks.items())
         for rank, track in run.tracks.items():
             span = track.spans.get(phase)
             if span is None:
                 continue
+            first_lines.append(span.start_line)
             if span.start is not None:
-                starts.append(span.start)
+                starts.append((span.start, span.start_line))
             if rank is None and ranked:
                 # rank-less lines (progress bars, Gloo) can open a phase; the ranks say when it ended
                 continue
             if span.end is not None:
-                ends.append(span.end)
-            elif span.end_line is None:
+                ends.append((span.end, span.end_line))
+            if span.end_line is not None:
+                end_lines.append(span.end_line)
+            elif span.end is None:
                 open_any = True
             if rank is not None:
                 ranks[rank] = RankSpan(
                     start=span.start,
                     end=span.end,
                     duration_s=seconds_between(span.start, span.end if span.end_line is not None else last_ts),
+                    first_line=span.start_line,
+                    last_line=span.end_line,
                 )
-        if not starts and not ranks and not any(phase in t.spans for t in run.tracks.values()):
+        if not first_lines:
             continue
         if phase is Phase.LAUNCH and run.first_ts is not None:
-            starts.append(run.first_ts)
-        start = min(starts) if starts else None
-        end = None if open_any and failure is None else (max(ends) if ends else None)
+            starts.append((run.first_ts, run.start_line))
+            first_lines.append(run.start_line)
+        start = min(starts)[0] if starts else None
+        end = None if open_any and failure is None else (max(ends)[0] if ends else None)
+        last_line = None if open_any and failure is None else (max(end_lines) if end_lines else None)
         if failure is not None and open_any:
-            end = failure_ts(run)
+            end, last_line = failure_ts(run), failure.line
         if phase is Phase.LAUNCH:
             # the main process prints little after launching: launch ends where any rank starts work
-            later = [s.start for t in run.tracks.values() for p, s in t.spans.items() if p is not Phase.LAUNCH and s.start]
-            if later and (end is None or min(later) < end):
-                end = min(later)
+            later = [
+                (s.start, s.start_line)
+                for t in run.tracks.values()
+                for p, s in t.spans.items()
+                if p is not Phase.LAUNCH and s.start
+            ]
+            if later and (end is None or min(later)[0] < end):
+                end, last_line = min(later)
         out.append(
             PhaseReport(
                 name=phase,
                 start=start,
                 end=end,
                 duration_s=seconds_between(start, end if end is not None else last_ts),
+                first_line=min(first_lines),
+                last_line=last_line,
                 ranks=dict(sorted(ranks.items(), key=lambda kv: rank_sort_key(kv[0]))),
             )
         )
+    return out
+
+
+def _unaccounted(phases: list[PhaseReport]) -> list[UnaccountedReport]:
+    """Stretches where the server was between phases: after every phase that had ended, before
+    the next one began."""
+    out: list[UnaccountedReport] = []
+    for earlier, later in itertools.pairwise(phases):
+        if earlier.end is None or later.start is None:
+            continue
+        gap = seconds_between(earlier.end, later.start)
+        if gap is not None and gap > UNACCOUNTED_MIN_S:
+            out.append(
+                UnaccountedReport(
+                    after=earlier.name,
+                    before=later.name,
+                    start=earlier.end,
+                    end=later.start,
+                    duration_s=gap,
+                    first_line=earlier.last_line,
+                    last_line=later.first_line,
+                )
+            )
     return out
 
 
@@ -294,7 +414,9 @@ def _config(run: Run) -> dict[str, Any]:
     return config
 
 
-def _warnings(machine: PhaseMachine, run: Run, expect: dict[str, str], truncated_line: int | None) -> list[WarningReport]:
+def _warnings(
+    machine: PhaseMachine, run: Run, expect: dict[str, str], truncated_line: int | None, input_complete: bool
+) -> list[WarningReport]:
     out: list[WarningReport] = []
     if len(machine.runs) > 1:
         out.append(
@@ -306,7 +428,7 @@ def _warnings(machine: PhaseMachine, run: Run, expect: dict[str, str], truncated
                 line=run.start_line,
             )
         )
-    out.extend(_expectations(run, expect))
+    out.extend(_expectations(run, expect, input_complete))
     seen: set[tuple[str, str]] = set()
     for o in run.overrides:
         if (o.setting, o.message) in seen or " is set" in o.message:
@@ -319,7 +441,14 @@ def _warnings(machine: PhaseMachine, run: Run, expect: dict[str, str], truncated
                 f" (requested {o.requested if o.requested is not None else '?'}, now {o.actual if o.actual is not None else '?'})"
             )
         out.append(
-            WarningReport(kind="ignored_parameter", message=f"SGLang changed {o.setting}{values}: {o.message}", line=o.line)
+            WarningReport(
+                kind="ignored_parameter",
+                message=f"SGLang changed {o.setting}{values}: {o.message}",
+                line=o.line,
+                setting=o.setting,
+                expected=o.requested,
+                found=o.actual,
+            )
         )
     if run.capture_avail_gb is not None and run.capture_avail_gb[0] < LOW_CAPTURE_MEMORY_GB:
         avail, rank, line = run.capture_avail_gb
@@ -331,6 +460,7 @@ def _warnings(machine: PhaseMachine, run: Run, expect: dict[str, str], truncated
                 "capture or the first large batches may run out of memory; consider a lower "
                 "--mem-fraction-static or --cuda-graph-max-bs",
                 line=line,
+                found=f"{avail:.2f}",
             )
         )
     for kind, message, line in run.notices:
@@ -346,19 +476,65 @@ def _warnings(machine: PhaseMachine, run: Run, expect: dict[str, str], truncated
     return out
 
 
-def _expectations(run: Run, expect: dict[str, str]) -> list[WarningReport]:
+def _input_warnings(lines: LinesReport, since: str | None) -> list[WarningReport]:
+    """Input in which nothing could be read: say so rather than report an empty start-up."""
+    content = lines.total - lines.blank
+    if content <= 0:
+        return []
+    if since is not None and lines.ignored == content:
+        return [
+            WarningReport(
+                kind="nothing_since",
+                message=f"nothing since {since.replace('T', ' ')}: all {lines.ignored} lines of the log are older",
+            )
+        ]
+    if lines.events == 0:
+        return [
+            WarningReport(
+                kind="no_sglang_output",
+                message=f"no SGLang output recognised in {content} line{'s' if content != 1 else ''}: "
+                "is this a server log? (parse --unrecognized shows the lines)",
+            )
+        ]
+    return []
+
+
+# settings SGLang prints after server_args: known only once the scheduler is ready
+_SCHEDULER_KEYS = frozenset(
+    {
+        "max_total_num_tokens",
+        "chunked_prefill_size",
+        "max_prefill_tokens",
+        "max_running_requests",
+        "context_len",
+        "available_gpu_mem_gb",
+    }
+)
+
+
+def _expectations(run: Run, expect: dict[str, str], input_complete: bool) -> list[WarningReport]:
     out: list[WarningReport] = []
     sources: dict[str, Any] = dict(run.scheduler)
     sources.update(run.server_args or {})
     for key, wanted in expect.items():
         if key not in sources:
-            out.append(
-                WarningReport(
-                    kind="expect_unverified",
-                    message=f"{key}: the log of this run does not show it, so {wanted} cannot be checked",
-                    line=run.server_args_line,
+            # unverified only once the run shows it will not say: the dump comes before the ranks
+            # start work, the scheduler's values before it is ready
+            settled = input_complete or run.finished
+            if not settled and run.server_args is None:
+                settled = run.has_progress()
+            elif not settled:
+                settled = key not in _SCHEDULER_KEYS
+            if settled:
+                out.append(
+                    WarningReport(
+                        kind="expect_unverified",
+                        message=f"{key}: the log of this run does not show it, so {wanted} cannot be checked",
+                        line=run.server_args_line,
+                        setting=key,
+                        expected=wanted,
+                    )
                 )
-            )
             continue
         actual = sources[key]
         if not values_match(actual, wanted):
@@ -367,8 +543,23 @@ def _expectations(run: Run, expect: dict[str, str]) -> list[WarningReport]:
                     kind="stale_log",
                     message=f"{key}: the log says {actual} but you launched with {wanted}: stale log or ignored parameter",
                     line=run.server_args_line,
+                    setting=key,
+                    expected=wanted,
+                    found=str(actual),
                 )
             )
+    return out
+
+
+def normalize_expect(expect: Mapping[str, object] | None) -> dict[str, str]:
+    """``{"--mem-fraction-static": 0.88}`` -> ``{"mem_fraction_static": "0.88"}``: keys as in
+    server_args, values as text (numbers, booleans and None as Python prints them)."""
+    out: dict[str, str] = {}
+    for key, value in (expect or {}).items():
+        name = str(key).strip().lstrip("-").replace("-", "_")
+        if not name:
+            raise ValueError(f"expect: empty setting name for value {value!r}")
+        out[name] = value.strip() if isinstance(value, str) else str(value)
     return out
 
 

@@ -318,6 +318,8 @@ def test_server_args_cut_short_keeps_what_it_can() -> None:
 def test_real_sized_server_args_dump_is_parsed() -> None:
     # real dumps hold 300+ fields (12-20 kB): longer than any other line Lark is given
     fields = ", ".join(f"option_{i}={i}" for i in range(600))
-    event = event_of(f"[2026-05-09 09:20:26] server_args=ServerArgs(model_path='org/model', tp_size=8, {fields}, mem_fraction_static=0.88)")
+    event = event_of(
+        f"[2026-05-09 09:20:26] server_args=ServerArgs(model_path='org/model', tp_size=8, {fields}, mem_fraction_static=0.88)"
+    )
     assert isinstance(event, ev.ServerArgs) and event.args_format == "call"
     assert event.args["model_path"] == "org/model" and event.args["mem_fraction_static"] == 0.88 and len(event.args) == 603

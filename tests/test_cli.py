@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from logphase.report import SCHEMA_VERSION
 from tests.logs import kv_failure, tp2_startup
 
 
@@ -36,7 +37,7 @@ def test_json_report_and_stdin(logs: dict[str, Path]) -> None:
     result = run("parse", "-", "--json", stdin=logs["failed"].read_bytes())
     report = json.loads(result.stdout)
     assert result.returncode == 1
-    assert report["schema_version"] == 1 and report["source"] == "<stdin>"
+    assert report["schema_version"] == SCHEMA_VERSION and report["source"] == "<stdin>"
     assert report["failure"]["cause"] == "kv_cache_insufficient_memory"
 
 

@@ -5,6 +5,7 @@ from hypothesis import strategies as st
 
 from logphase import Engine, parse_text
 from logphase.engine import parse_bytes
+from logphase.render import render_text
 from tests.logs import fed_in_chunks, kv_failure, tp2_startup
 
 
@@ -164,7 +165,7 @@ def test_chained_traceback_survives_other_ranks_in_between() -> None:
     assert r.failure.message.startswith("Exception: Capture cuda graph failed")
 
 
-def test_same_second_failures_pick_the_lowest_rank_whatever_the_order() -> None:
+def test_same_second_failures_pick_the_earliest_line() -> None:
     def failing(rank: str) -> str:
         return (
             f"[2026-05-09 09:20:21 {rank}] Scheduler hit an exception: Traceback (most recent call last):\n"
@@ -172,9 +173,12 @@ def test_same_second_failures_pick_the_lowest_rank_whatever_the_order() -> None:
             "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.\n\n"
         )
 
-    for text in (failing("TP1") + failing("TP0"), failing("TP0") + failing("TP1")):
-        r = parse_text(text)
-        assert r.failure is not None and r.failure.rank == "TP0"
+    for first, second in (("TP1", "TP0"), ("TP0", "TP1")):
+        r = parse_text(failing(first) + failing(second))
+        assert r.failure is not None and r.failure.rank == first and r.failure.line == 1
+        # the other rank's failure is an echo, on a later line, and the text says so truthfully
+        assert [c.line for c in r.failure.consequences] == [5]
+        assert "1 other line follow" in render_text(r)
 
 
 def test_oom_killer_names_the_rank() -> None:

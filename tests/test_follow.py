@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -62,8 +63,23 @@ def records(proc: subprocess.Popen[bytes]) -> Iterator[dict[str, object]]:
         yield json.loads(raw)
 
 
+def rest_of_output(proc: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:
+    """What is left on stdout and stderr once the process ends. Not communicate(): it reads the
+    pipes' file descriptors, and would miss what records() already buffered."""
+    assert proc.stdout is not None and proc.stderr is not None
+    timer = threading.Timer(DEADLINE, proc.kill)
+    timer.start()
+    try:
+        out = proc.stdout.read()
+        err = proc.stderr.read()
+        proc.wait()
+    finally:
+        timer.cancel()
+    return out, err
+
+
 def run_to_end(proc: subprocess.Popen[bytes]) -> tuple[list[dict[str, object]], int]:
-    out, err = proc.communicate(timeout=DEADLINE)
+    out, err = rest_of_output(proc)
     assert b"Traceback" not in err, err.decode()
     return [json.loads(line) for line in out.splitlines()], proc.returncode
 
@@ -94,7 +110,7 @@ def test_pipe_reports_phases_in_order_and_exits_ready() -> None:
     assert seen[0] == "launch" and seen[-1] == "ready"
     order = ["launch", "distributed_init", "weight_loading", "memory_pool", "cuda_graph_capture", "warmup", "ready"]
     assert seen == [p for p in order if p in seen]
-    assert [r["kind"] for r in recs][-2:] == ["outcome", "summary"]
+    assert [r["kind"] for r in recs][-3:] == ["outcome", "draining", "summary"]
 
 
 def test_pipe_failure_exits_1_with_cause() -> None:
@@ -206,7 +222,7 @@ def interrupt_follow(log: Path) -> tuple[int, bytes, bytes]:
     while b"phase" not in proc.stdout.readline():
         pass
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=DEADLINE)
+    out, err = rest_of_output(proc)
     return proc.returncode, out, err
 
 
@@ -238,9 +254,9 @@ def test_partial_line_waits_for_its_newline() -> None:
     text = tp2_startup().encode()
     cut = text.index(b"Load weight begin") + 5
     recs = follower.feed(text[:cut], 1.0)
-    assert "weight_loading" not in [r.get("phase") for r in recs]
+    assert "weight_loading" not in [getattr(r, "phase", None) for r in recs]
     recs = follower.feed(text[cut:], 2.0)
-    assert "weight_loading" not in [r.get("phase") for r in recs] or True
+    assert "weight_loading" in [getattr(r, "phase", None) for r in recs]
     assert follower.report.outcome == "ready"
 
 
@@ -248,11 +264,11 @@ def test_stalls_repeat_at_growing_intervals() -> None:
     follower = Follower("x", FollowOptions(stall_after=10.0), now=0.0)
     follower.feed(tp2_startup(ready=False).encode(), 0.0)
     assert follower.tick(9.0) == []
-    assert [r["kind"] for r in follower.tick(10.5)] == ["stall"]
+    assert [r.kind for r in follower.tick(10.5)] == ["stall"]
     assert follower.tick(15.0) == []
-    assert [r["kind"] for r in follower.tick(20.5)] == ["stall"]
+    assert [r.kind for r in follower.tick(20.5)] == ["stall"]
     assert follower.tick(35.0) == []
-    assert [r["kind"] for r in follower.tick(40.5)] == ["stall"]
+    assert [r.kind for r in follower.tick(40.5)] == ["stall"]
 
 
 def test_open_traceback_is_reported_after_the_flush_timeout() -> None:
@@ -260,5 +276,135 @@ def test_open_traceback_is_reported_after_the_flush_timeout() -> None:
     text = kv_failure()
     cut = text.index("  File")
     recs = follower.feed(text[: cut + 60].encode(), 0.0)
-    assert "failure" not in [r["kind"] for r in recs]
-    assert "failure" in [r["kind"] for r in follower.tick(1.5)]
+    assert "failure" not in [r.kind for r in recs]
+    assert "failure" in [r.kind for r in follower.tick(1.5)]
+
+
+# -- the README recipe: a pipe with tee must never lose the server's log ------------------------------
+
+SERVING_WRITER = r"""
+import os, sys, time
+startup, flag, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+out = sys.stdout.buffer
+out.write(open(startup, "rb").read())
+out.flush()
+deadline = time.time() + 30
+while not os.path.exists(flag) and time.time() < deadline:  # until follow has said ready
+    time.sleep(0.01)
+for i in range(n):  # the server goes on serving after ready
+    out.write(b"[2026-05-09 09:21:%02d TP0] Decode batch, #running-req: 1, #token: 9, gen throughput (token/s): 1.0\n" % (i % 60))
+    out.flush()
+"""
+
+
+def test_tee_recipe_keeps_the_whole_log_after_ready(tmp_path: Path) -> None:
+    """`server 2>&1 | tee server.log | logphase follow`: the verdict comes at ready, and the
+    server's log is still written in full after it."""
+    startup, flag, log = tmp_path / "startup.log", tmp_path / "ready.flag", tmp_path / "server.log"
+    startup.write_text(tp2_startup())
+    serving = 300
+    script = (
+        f"set -o pipefail; {sys.executable} -c {shlex_quote(SERVING_WRITER)} {startup} {flag} {serving} "
+        f'| tee {log} | {sys.executable} -m logphase follow --json; echo "status ${{PIPESTATUS[*]}}" >&2'
+    )
+    proc = subprocess.Popen(["bash", "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None
+    seen = []
+    for raw in proc.stdout:
+        record = json.loads(raw)
+        seen.append(record["kind"])
+        if record["kind"] == "outcome":
+            assert record["outcome"] == "ready"
+            flag.touch()  # the verdict came while the writer is still running
+            break
+    rest, err = rest_of_output(proc)
+    kinds = seen + [json.loads(line)["kind"] for line in rest.splitlines()]
+    assert kinds[-1] == "summary" and "draining" in kinds, kinds
+    assert json.loads(rest.splitlines()[-1])["exit_code"] == 0
+    assert b"status 0 0 0" in err, err
+    assert log.read_text().count("\n") == tp2_startup().count("\n") + serving
+    assert proc.returncode == 0
+
+
+def test_exit_at_verdict_leaves_a_pipe_at_once() -> None:
+    read_end, write_end = os.pipe()
+    proc = follow("--exit-at-verdict", stdin=read_end)
+    os.close(read_end)
+    os.write(write_end, tp2_startup().encode())  # the pipe stays open: only the verdict ends follow
+    recs, code = run_to_end(proc)
+    os.close(write_end)
+    assert code == 0 and [r["kind"] for r in recs][-2:] == ["outcome", "summary"]
+
+
+def shlex_quote(text: str) -> str:
+    import shlex
+
+    return shlex.quote(text)
+
+
+# -- --expect: unverified only once the run shows it -------------------------------------------------
+
+
+def test_expect_is_not_unverified_before_server_args() -> None:
+    launch_warnings = (
+        "/opt/sglang/launch_server.py:12: UserWarning: 'python -m sglang.launch_server' is still supported\n"
+        "  warnings.warn(\n"
+        "[2026-05-09 09:19:59] Attention backend not specified. Use flashinfer backend by default.\n"
+    )
+    follower = Follower("x", FollowOptions(expect={"mem_fraction_static": "0.85", "max_running_requests": "64"}), now=0.0)
+    recs = follower.feed(launch_warnings.encode(), 0.0)
+    recs += follower.feed(tp2_startup().encode(), 1.0)
+    assert [r for r in recs if r.kind == "warning"] == []
+    assert follower.report.outcome == "ready"
+
+
+def test_expect_unverified_once_ranks_work_without_server_args() -> None:
+    follower = Follower("x", FollowOptions(expect={"mem_fraction_static": "0.85"}), now=0.0)
+    no_dump = tp2_startup().split("\n", 1)[1]
+    head = no_dump[: no_dump.index("Load weight begin")]
+    recs = follower.feed(head.encode(), 0.0)
+    kinds = [r.warning.kind for r in recs if r.kind == "warning"]  # type: ignore[union-attr]
+    assert kinds == ["expect_unverified"]
+
+
+# -- a stale file: its run's records are not this run's ---------------------------------------------
+
+
+def test_stale_file_reports_no_outcome_of_the_old_run(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_text(tp2_startup())
+    old = time.time() - 3600
+    os.utime(log, (old, old))
+    recs, code = run_to_end(follow(str(log), "--timeout", "1"))
+    assert [r["kind"] for r in recs] == ["stale", "timeout"]
+    assert recs[0]["outcome"] == "ready" and recs[1]["stale"] is True and code == 124
+
+
+# -- every phase entered gets its record, whatever the reads -----------------------------------------
+
+
+def follower_records(data: bytes, cuts: list[int]) -> list[object]:
+    follower = Follower("x", FollowOptions(), now=0.0)
+    out: list[object] = []
+    last = 0
+    for cut in [*sorted(set(cuts)), len(data)]:
+        out.extend(follower.feed(data[last:cut], 1.0))
+        last = cut
+    out.extend(follower.finish())
+    return out
+
+
+def phase_records(records: list[object]) -> list[tuple[object, ...]]:
+    return sorted((r.phase.value, r.ts, r.rank, r.line, r.elapsed_s) for r in records if getattr(r, "kind", "") == "phase")  # type: ignore[attr-defined]
+
+
+def test_cat_into_follow_prints_every_phase() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "logphase", "follow", "--json"],
+        input=tp2_startup().encode(),
+        capture_output=True,
+        timeout=DEADLINE,
+    )
+    recs = [json.loads(line) for line in proc.stdout.splitlines()]
+    order = ["launch", "distributed_init", "weight_loading", "memory_pool", "cuda_graph_capture", "warmup", "ready"]
+    assert phases(recs) == order and proc.returncode == 0

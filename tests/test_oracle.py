@@ -284,7 +284,7 @@ def test_check_usage_errors_are_one_line(logs: dict[str, Path], args: list[str],
     ("content", "message"),
     [
         (b'{"outcome": "ready"}', "JSON, but not a logphase report (no schema_version)"),
-        (b'{"schema_version": 99}', "report schema_version 99, this logphase reads 1"),
+        (b'{"schema_version": 99}', "report schema_version 99, this logphase reads 1, 2"),
         (b'{"schema_version": 1, "source": "x"}', "not a valid logphase report: outcome: Field required"),
     ],
 )
@@ -516,7 +516,7 @@ def test_json_report_is_byte_identical(tmp_path: Path) -> None:
     assert len(outputs) == 1
     together = outputs.pop()
     assert together == b"".join(run("parse", p, "--json").stdout for p in paths)
-    assert together.count(b'"schema_version": 1') == len(paths)
+    assert together.count(b'"schema_version": 2') == len(paths)
 
 
 def test_check_and_compare_json_are_byte_identical(logs: dict[str, Path]) -> None:

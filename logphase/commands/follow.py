@@ -2,17 +2,26 @@
 line per phase change, failure, warning and stall; stop when the outcome is known.
 
 Replaces `until grep -q "fired up" log; do sleep 15; done` loops:
+  python -m sglang.launch_server ... > server.log 2>&1 &
   logphase follow server.log --until ready --timeout 900 && run_benchmark
+
+On a pipe (`... 2>&1 | tee server.log | logphase follow`) the verdict is printed at once and the
+pipe is then read to its end, so that the server and tee keep writing (--exit-at-verdict to leave).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
-from logphase.cli import EXIT_INTERRUPTED, OUTCOME_EXIT, InputError, add_expect_since, check_since, parse_expect
+from logphase.cli import InputError, add_color, add_expect_since, check_since, parse_expect
+from logphase.exit_codes import EXIT_INTERRUPTED, EXIT_TIMEOUT, OUTCOME_EXIT
+from logphase.follow_records import FailureRecord
 from logphase.phases import Phase
+
+if TYPE_CHECKING:
+    from logphase.follow_records import FollowRecord
 
 NAME = "follow"
 HELP = "follow a log live; stop when ready, failed or at --until"
@@ -22,14 +31,14 @@ UNTIL_CHOICES = ("outcome", "ready", "failed", "eof", *(p.value for p in Phase i
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", metavar="FILE", nargs="?", default="-", help="log file to follow by name, or - for stdin (default)")
-    p.add_argument("--json", action="store_true", help="print JSON Lines records, each with a 'kind'")
+    p.add_argument("--json", action="store_true", help="print JSON Lines records, each with a 'kind' (see `logphase schema`)")
     p.add_argument(
         "--until",
         choices=UNTIL_CHOICES,
         default="outcome",
         metavar="POINT",
-        help="stop when this point is reached: ready, failed, a phase name, outcome (ready or failed; default) "
-        "or eof (read a pipe to its end)",
+        help="the verdict point: ready, failed, a phase name, outcome (ready or failed; default) "
+        "or eof (read to the end of the input)",
     )
     p.add_argument("--timeout", type=float, metavar="SECONDS", help="give up after this long (exit 124)")
     p.add_argument(
@@ -38,15 +47,23 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="report silence after this long (default: per phase, e.g. 600 s in CUDA graph capture)",
     )
+    p.add_argument(
+        "--exit-at-verdict",
+        action="store_true",
+        help="on a pipe, exit as soon as the verdict is in instead of reading the pipe to its end; the writer "
+        "(tee, the server) then gets SIGPIPE, so use it only when nothing else reads from it. A file by name "
+        "is always left at the verdict",
+    )
     add_expect_since(p)
+    add_color(p)
 
 
 def run(args: argparse.Namespace) -> int:
     import orjson
 
-    from logphase.follow import EXIT_TIMEOUT, Follower, FollowOptions, follow_file, follow_stream
-    from logphase.render import render_text
-    from logphase.report import Report
+    from logphase.follow import Follower, FollowOptions, follow_file, follow_stream
+    from logphase.follow_records import SummaryRecord, TimeoutRecord
+    from logphase.render import render_text, use_color
 
     check_since(args.since)
     if args.timeout is not None and args.timeout <= 0:
@@ -54,13 +71,14 @@ def run(args: argparse.Namespace) -> int:
     if args.stall_after is not None and args.stall_after <= 0:
         raise InputError("--stall-after must be a positive number of seconds")
     options = FollowOptions(
-        until=args.until, timeout=args.timeout, stall_after=args.stall_after, expect=parse_expect(args.expect), since=args.since
+        until=args.until,
+        timeout=args.timeout,
+        stall_after=args.stall_after,
+        expect=parse_expect(args.expect),
+        since=args.since,
+        exit_at_verdict=args.exit_at_verdict,
     )
     current: list[Follower] = []
-
-    def interrupted_summary() -> dict[str, Any] | None:
-        return current[-1].summary() if current else None
-
     if args.file != "-":
         import os
 
@@ -70,49 +88,46 @@ def run(args: argparse.Namespace) -> int:
     else:
         records = follow_stream(sys.stdin.buffer, options, on_follower=current.append)
     out = sys.stdout.buffer
-    last: dict[str, Any] | None = None
-    code: int | None = None
+    color = use_color(sys.stdout, args.color)
+
+    def write(record: FollowRecord) -> None:
+        if args.json:
+            out.write(orjson.dumps(record.model_dump(mode="json")) + b"\n")
+        elif isinstance(record, SummaryRecord | TimeoutRecord):
+            out.write(b"\n" + render_text(record.report, color).encode())
+            if isinstance(record, TimeoutRecord):
+                out.write(f"logphase: gave up after {args.timeout:g} s\n".encode())
+        else:
+            out.write(_human(record).encode())
+        out.flush()
+
+    code = OUTCOME_EXIT["starting"]
     try:
         for record in records:
-            last = record
-            if record["kind"] == "timeout":
+            write(record)
+            if isinstance(record, TimeoutRecord):
                 code = EXIT_TIMEOUT
-            if args.json:
-                out.write(orjson.dumps(record) + b"\n")
-            elif record["kind"] in ("summary", "timeout"):
-                out.write(b"\n" + render_text(Report.model_validate(record["report"])).encode())
-                if record["kind"] == "timeout":
-                    out.write(f"logphase: gave up after {args.timeout:g} s\n".encode())
-            else:
-                out.write(_human(record).encode())
-            out.flush()
+            elif isinstance(record, SummaryRecord):
+                code = record.exit_code
     except KeyboardInterrupt:
         # the summary of what was read so far, then the conventional exit code
-        summary = interrupted_summary()
-        if summary is not None:
-            if args.json:
-                out.write(orjson.dumps(summary) + b"\n")
-            else:
-                out.write(b"\n" + render_text(Report.model_validate(summary["report"])).encode())
+        if current:
+            write(current[-1].summary())
         sys.stderr.write("logphase: interrupted\n")
         out.flush()
         return EXIT_INTERRUPTED
-    if code is not None:
-        return code
-    if last is not None and last.get("kind") == "summary":
-        return int(last["exit_code"])
-    return OUTCOME_EXIT["starting"]
+    return code
 
 
 HUMAN_LABELS = {"failure": "FAILED", "run": "new run"}
 
 
-def _human(record: dict[str, Any]) -> str:
-    kind = record["kind"]
+def _human(record: FollowRecord) -> str:
+    kind = record.kind
     label = HUMAN_LABELS.get(kind, kind)
-    when = record.get("ts") or ""
+    when = getattr(record, "ts", None) or ""
     when = when.replace("T", " ") + "  " if when else ""
-    text = f"{when}{label:<8} {record.get('message', '')}"
-    if kind == "failure":
-        text += f"\n         hint: {record['failure']['hint']}"
+    text = f"{when}{label:<8} {record.message}"
+    if isinstance(record, FailureRecord):
+        text += f"\n         hint: {record.failure.hint}"
     return text + "\n"

@@ -1,0 +1,159 @@
+"""The records ``logphase follow`` prints (one JSON object per line with ``--json``), as typed models.
+
+Each record has a ``kind`` (the discriminator of :data:`FollowRecord`) and a one-line ``message``
+for people; the other fields are for programs. ``logphase schema`` prints their JSON schema.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from logphase.phases import Phase
+from logphase.report import FailureReport, Outcome, Report, WarningReport
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    message: str = Field(description="the record in one line, for people")
+
+
+class PhaseRecord(_Record):
+    """The run entered a phase (one record per phase, whatever the size of the reads)."""
+
+    kind: Literal["phase"] = "phase"
+    phase: Phase
+    ts: str | None = Field(description="when the first rank entered it, as printed")
+    rank: str | None = Field(description="the first rank to enter it; null for the server as a whole")
+    line: int | None = Field(description="the line that shows it first")
+    elapsed_s: float | None = Field(description="seconds from the run's first timestamp to the phase's start")
+
+
+class FailureRecord(_Record):
+    """The run failed: the root cause, with its hint and consequences."""
+
+    kind: Literal["failure"] = "failure"
+    phase: Phase | None = Field(description="the phase the root cause struck in")
+    failure: FailureReport
+
+
+class WarningRecord(_Record):
+    kind: Literal["warning"] = "warning"
+    warning: WarningReport
+
+
+class OutcomeRecord(_Record):
+    """The verdict on the run being followed: ready or failed."""
+
+    kind: Literal["outcome"] = "outcome"
+    outcome: Outcome
+    ts: str | None = Field(default=None, description="when the server became ready, or failed")
+    total_startup_s: float | None = Field(description="first timestamp of the run to ready or to the failure")
+    run: int = Field(description="which run of the input (1-based) this verdict is about")
+
+
+class StallRecord(_Record):
+    """No new input for longer than the phase usually stays silent."""
+
+    kind: Literal["stall"] = "stall"
+    phase: Phase | None
+    silent_s: float = Field(description="seconds since the last input")
+    last_line: str = Field(description="the end of the last line read")
+    hint: str = Field(description="what the silence usually means in this phase")
+
+
+class RunRecord(_Record):
+    """A new run of the server started in the same input."""
+
+    kind: Literal["run"] = "run"
+    runs: int = Field(description="runs seen so far; the new one is the last")
+    line: int = Field(description="the new run's first line")
+
+
+class StaleRecord(_Record):
+    """The file ends in a finished run and was not written since before following began: that
+    run's outcome is not reported as this run's; follow waits for a new run."""
+
+    kind: Literal["stale"] = "stale"
+    outcome: Outcome = Field(description="how the old run ended")
+    age_s: float = Field(description="seconds between the file's last write and the start of following")
+    line: int = Field(description="first line of the old run")
+
+
+class TruncatedRecord(_Record):
+    kind: Literal["truncated"] = "truncated"
+    at_byte: int = Field(description="the read position when the file was found shorter")
+
+
+class RotatedRecord(_Record):
+    kind: Literal["rotated"] = "rotated"
+
+
+class WaitingRecord(_Record):
+    """The file does not exist yet."""
+
+    kind: Literal["waiting"] = "waiting"
+
+
+class DrainingRecord(_Record):
+    """The verdict is in, but follow keeps reading the pipe to its end so that the writer upstream
+    (``tee``, the server) never gets SIGPIPE; ``--exit-at-verdict`` leaves at once instead."""
+
+    kind: Literal["draining"] = "draining"
+    exit_code: int = Field(description="the exit code follow will return at the end of the input")
+
+
+class TimeoutRecord(_Record):
+    kind: Literal["timeout"] = "timeout"
+    after_s: float
+    stale: bool = Field(default=False, description="true when the report is about a stale run")
+    report: Report
+
+
+class SummaryRecord(_Record):
+    """The last record: the report, and the exit code a launch script sees."""
+
+    kind: Literal["summary"] = "summary"
+    exit_code: int
+    stale: bool = Field(default=False, description="true when the report is about a stale run")
+    report: Report
+
+
+FollowRecord = Annotated[
+    PhaseRecord
+    | FailureRecord
+    | WarningRecord
+    | OutcomeRecord
+    | StallRecord
+    | RunRecord
+    | StaleRecord
+    | TruncatedRecord
+    | RotatedRecord
+    | WaitingRecord
+    | DrainingRecord
+    | TimeoutRecord
+    | SummaryRecord,
+    Field(discriminator="kind"),
+]
+
+FOLLOW_RECORD_ADAPTER: TypeAdapter[FollowRecord] = TypeAdapter(FollowRecord)
+
+__all__ = [
+    "FOLLOW_RECORD_ADAPTER",
+    "DrainingRecord",
+    "FailureRecord",
+    "FollowRecord",
+    "OutcomeRecord",
+    "PhaseRecord",
+    "RotatedRecord",
+    "RunRecord",
+    "StaleRecord",
+    "StallRecord",
+    "SummaryRecord",
+    "TimeoutRecord",
+    "TruncatedRecord",
+    "WaitingRecord",
+    "WarningRecord",
+]

@@ -1,0 +1,83 @@
+"""How a report is put in words, for every face (text summary, follow, check, the timeline page):
+one headline, one way to write a duration, one way to shorten a message."""
+
+from __future__ import annotations
+
+from logphase.report import PhaseReport, Report
+
+ELLIPSIS = "…"
+
+
+def fmt_duration(seconds: float | None) -> str:
+    """A duration as people read it: '0.4 s', '32 s', '3.3 min', '2.1 h'; '?' when unknown."""
+    if seconds is None:
+        return "?"
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def fmt_seconds(value: float | None) -> str:
+    """Exact seconds, as measured ('32 s', '0.25 s'): for checks that compare with a limit."""
+    if value is None:
+        return "?"
+    text = f"{value:.3f}".rstrip("0").rstrip(".")
+    return ("0" if text == "-0" else text) + " s"
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, with an ellipsis when something was cut."""
+    return text if len(text) <= limit else text[: max(limit - 1, 0)].rstrip() + ELLIPSIS
+
+
+def first_line(text: str, limit: int = 240) -> str:
+    """The first non-empty line of ``text``, clipped."""
+    stripped = text.strip()
+    return clip(stripped.splitlines()[0], limit) if stripped else ""
+
+
+def plural(count: int, word: str, many: str | None = None) -> str:
+    """'1 line', '2 lines'."""
+    return f"{count} {word if count == 1 else (many or word + 's')}"
+
+
+def current_phase(report: Report) -> PhaseReport | None:
+    return next((p for p in report.phases if p.name == report.phase), None)
+
+
+def headline(report: Report) -> str:
+    """'READY after 86 s', 'FAILED in memory_pool after 43 s: kv_cache_insufficient_memory',
+    'STARTING: in weight_loading for 20 s (50 s since launch)'."""
+    phase = report.phase.value if report.phase else None
+    total = fmt_duration(report.total_startup_s) if report.total_startup_s is not None else None
+    if report.outcome == "ready":
+        return f"READY after {total}" if total else "READY"
+    if report.outcome == "failed":
+        cause = f": {report.failure.cause.value}" if report.failure else ""
+        where = f" in {phase}" if phase else ""
+        after = f" after {total}" if total else ""
+        return f"FAILED{where}{after}{cause}"
+    if phase is None:
+        return "STARTING: no start-up phase recognised yet"
+    current = current_phase(report)
+    stay = current.duration_s if current is not None else None
+    text = f"STARTING: in {phase}"
+    if stay is not None:
+        text += f" for {fmt_duration(stay)}"
+    if total is not None and report.total_startup_s != stay:
+        text += f" ({total} since launch)"
+    return text
+
+
+def describe_failure(report: Report, limit: int = 160) -> str:
+    """'kv_cache_insufficient_memory in memory_pool on TP0 at line 20: RuntimeError: Not enough ...'"""
+    f = report.failure
+    if f is None:
+        return "no failure"
+    where = f" in {f.phase.value}" if f.phase else ""
+    rank = f" on {f.rank}" if f.rank else ""
+    return f"{f.cause.value}{where}{rank} at line {f.line}: {first_line(f.message, limit)}"
