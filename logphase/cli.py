@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, BinaryIO
 if TYPE_CHECKING:
     from logphase.engine import Engine
     from logphase.events import EventBase
+    from logphase.report import Report
 
 from logphase.exit_codes import (  # noqa: F401 - re-exported for the command modules
     EXIT_FAILED,
@@ -102,12 +103,39 @@ def open_input(name: str) -> tuple[BinaryIO, str]:
         raise InputError(f"{name}: {exc.strerror or exc}") from None
 
 
-def feed_all(engine: Engine, handle: BinaryIO, source: str, on_events: Callable[[list[EventBase]], None] | None = None) -> None:
-    """Feed a whole input to the engine in large blocks, finish it and close the input; a read error
-    is an InputError."""
+def read_head(handle: BinaryIO, source: str) -> tuple[Report | None, bytes]:
+    """The first block of the input, or the saved report the input is (see logphase.loading)."""
+    from logphase.engine import BLOCK_SIZE
+    from logphase.loading import NotAReport, saved_report
+
+    try:
+        first = handle.read(BLOCK_SIZE)
+        report, head = saved_report(handle, first, source)
+    except OSError as exc:
+        raise InputError(f"{source}: read failed: {exc.strerror or exc}") from None
+    except NotAReport as exc:
+        raise InputError(str(exc)) from None
+    if report is not None and handle is not sys.stdin.buffer:
+        handle.close()
+    return report, head
+
+
+def feed_all(
+    engine: Engine,
+    handle: BinaryIO,
+    source: str,
+    on_events: Callable[[list[EventBase]], None] | None = None,
+    head: bytes = b"",
+) -> None:
+    """Feed a whole input (``head``, already read from it, first) to the engine in large blocks,
+    finish it and close the input; a read error is an InputError."""
     from logphase.engine import BLOCK_SIZE
 
     try:
+        if head:
+            events = engine.feed(head)
+            if on_events is not None:
+                on_events(events)
         while True:
             try:
                 block = handle.read(BLOCK_SIZE)

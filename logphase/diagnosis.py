@@ -11,6 +11,8 @@ from logphase.phases import Phase
 
 
 class Cause(str, Enum):
+    """The root cause of a failed startup: a fixed vocabulary, the ``cause`` of the report."""
+
     KV_CACHE_INSUFFICIENT_MEMORY = "kv_cache_insufficient_memory"
     CUDA_OOM = "cuda_oom"
     NCCL_ERROR = "nccl_error"

@@ -11,11 +11,20 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+KIND = "the event kind: the discriminator, and the name used in --events output"
+Message = Annotated[str, Field(description="the message as printed")]
+AvailMem = Annotated[float | None, Field(description="free GPU memory, GB as printed (avail mem=)")]
+MemUsage = Annotated[float | None, Field(description="GPU memory the step took, GB as printed (mem usage=)")]
+Elapsed = Annotated[float | None, Field(description="seconds the step took, as printed (elapsed=)")]
+
 
 class EventBase(BaseModel):
+    """What every event has: where it came from (line, offset, raw text), its time and its rank."""
+
     # defer_build: a validator is built on an event type's first use, not for all ~40 at import
     # (start-up time of the CLI; a short log uses a few of them)
-    model_config = ConfigDict(frozen=False, extra="forbid", defer_build=True)
+    # protected_namespaces=(): fields such as model_class are ours (pydantic < 2.10 would warn)
+    model_config = ConfigDict(frozen=False, extra="forbid", defer_build=True, protected_namespaces=())
 
     line: int = Field(description="1-based line number of the first line (counts \\n only)")
     offset: int = Field(description="byte offset of the first byte of the event")
@@ -30,239 +39,247 @@ class EventBase(BaseModel):
 
 
 class ServerArgs(EventBase):
-    kind: Literal["server_args"] = "server_args"
-    args: dict[str, Any] = Field(default_factory=dict)
-    args_format: Literal["call", "dict", "unparsed"] = "call"
+    kind: Literal["server_args"] = Field("server_args", description=KIND)
+    args: dict[str, Any] = Field(default_factory=dict, description="every server_args value, as Python values")
+    args_format: Literal["call", "dict", "unparsed"] = Field(
+        "call", description="ServerArgs(...) (<= 0.5.17), a dict (>= 0.5.20), or a dump the grammar could not read whole"
+    )
 
 
 class ParameterOverride(EventBase):
     """SGLang changed a requested setting on its own and said so in passing."""
 
-    kind: Literal["parameter_override"] = "parameter_override"
-    setting: str
-    requested: str | None = None
-    actual: str | None = None
-    message: str
+    kind: Literal["parameter_override"] = Field("parameter_override", description=KIND)
+    setting: str = Field(description="the setting SGLang changed, e.g. max_running_requests")
+    requested: str | None = Field(default=None, description="the value asked for, when SGLang says")
+    actual: str | None = Field(default=None, description="the value SGLang uses instead")
+    message: Message
 
 
 # --- distributed init -------------------------------------------------------------------------------
 
 
 class DistInitBegin(EventBase):
-    kind: Literal["dist_init_begin"] = "dist_init_begin"
+    kind: Literal["dist_init_begin"] = Field("dist_init_begin", description=KIND)
 
 
 class DistInitEnd(EventBase):
-    kind: Literal["dist_init_end"] = "dist_init_end"
-    elapsed_s: float | None = None
-    mem_usage_gb: float | None = None
+    kind: Literal["dist_init_end"] = Field("dist_init_end", description=KIND)
+    elapsed_s: Elapsed = None
+    mem_usage_gb: MemUsage = None
 
 
 class MemoryBaseline(EventBase):
-    kind: Literal["memory_baseline"] = "memory_baseline"
-    mem_usage_gb: float | None = None
+    kind: Literal["memory_baseline"] = Field("memory_baseline", description=KIND)
+    mem_usage_gb: MemUsage = None
 
 
 class NcclVersion(EventBase):
-    kind: Literal["nccl_version"] = "nccl_version"
-    version: str
+    kind: Literal["nccl_version"] = Field("nccl_version", description=KIND)
+    version: str = Field(description="the NCCL version SGLang uses")
 
 
 class CollectiveWarmup(EventBase):
-    kind: Literal["collective_warmup"] = "collective_warmup"
-    message: str
+    kind: Literal["collective_warmup"] = Field("collective_warmup", description=KIND)
+    message: Message
 
 
 class MemoryImbalance(EventBase):
-    kind: Literal["memory_imbalance"] = "memory_imbalance"
-    fields: dict[str, str] = Field(default_factory=dict)
+    kind: Literal["memory_imbalance"] = Field("memory_imbalance", description=KIND)
+    fields: dict[str, str] = Field(default_factory=dict, description="the key=value figures of the line")
 
 
 class GlooConnected(EventBase):
-    kind: Literal["gloo_connected"] = "gloo_connected"
-    gloo_rank: int
-    connected: int
-    expected: int
+    kind: Literal["gloo_connected"] = Field("gloo_connected", description=KIND)
+    gloo_rank: int = Field(description="the Gloo rank that connected")
+    connected: int = Field(description="peers it is connected to")
+    expected: int = Field(description="peers it should be connected to")
 
 
 class GlooNotConnected(EventBase):
-    kind: Literal["gloo_not_connected"] = "gloo_not_connected"
-    gloo_rank: int
-    missing: list[int] = Field(default_factory=list)
+    kind: Literal["gloo_not_connected"] = Field("gloo_not_connected", description=KIND)
+    gloo_rank: int = Field(description="the Gloo rank still waiting")
+    missing: list[int] = Field(default_factory=list, description="the peers it is not connected to")
 
 
 class NcclLog(EventBase):
-    kind: Literal["nccl_log"] = "nccl_log"
-    level: Literal["INFO", "WARN", "TRACE", "VERSION"]
-    host: str | None = None
-    pid: int | None = None
-    device: int | None = None
-    source: str | None = None
-    message: str
+    kind: Literal["nccl_log"] = Field("nccl_log", description=KIND)
+    level: Literal["INFO", "WARN", "TRACE", "VERSION"] = Field(description="NCCL_DEBUG level of the line")
+    host: str | None = Field(default=None, description="host name NCCL printed")
+    pid: int | None = Field(default=None, description="process id NCCL printed")
+    device: int | None = Field(default=None, description="CUDA device index NCCL printed")
+    source: str | None = Field(default=None, description="NCCL source file:line (WARN, TRACE)")
+    message: Message
 
 
 # --- weights and memory pool ------------------------------------------------------------------------
 
 
 class WeightLoadBegin(EventBase):
-    kind: Literal["weight_load_begin"] = "weight_load_begin"
-    avail_mem_gb: float | None = None
+    kind: Literal["weight_load_begin"] = Field("weight_load_begin", description=KIND)
+    avail_mem_gb: AvailMem = None
 
 
 class WeightLoadEnd(EventBase):
-    kind: Literal["weight_load_end"] = "weight_load_end"
-    elapsed_s: float | None = None
-    avail_mem_gb: float | None = None
-    mem_usage_gb: float | None = None
-    model_class: str | None = None
-    dtype: str | None = None
-    quant: str | None = None
+    kind: Literal["weight_load_end"] = Field("weight_load_end", description=KIND)
+    elapsed_s: Elapsed = None
+    avail_mem_gb: AvailMem = None
+    mem_usage_gb: MemUsage = None
+    model_class: str | None = Field(default=None, description="the model class (type=)")
+    dtype: str | None = Field(default=None, description="weights dtype, when printed (<= 0.5.9)")
+    quant: str | None = Field(default=None, description="quantization method, when printed")
 
 
 class KvCacheDtype(EventBase):
-    kind: Literal["kv_cache_dtype"] = "kv_cache_dtype"
-    dtype: str | None = None
+    kind: Literal["kv_cache_dtype"] = Field("kv_cache_dtype", description=KIND)
+    dtype: str | None = Field(default=None, description="the KV cache dtype")
 
 
 class KvCacheAllocated(EventBase):
-    kind: Literal["kv_cache_allocated"] = "kv_cache_allocated"
-    label: str | None = None
-    tokens: int | None = None
-    k_size_gb: float | None = None
-    v_size_gb: float | None = None
-    kv_size_gb: float | None = None
-    dtype: str | None = None
+    kind: Literal["kv_cache_allocated"] = Field("kv_cache_allocated", description=KIND)
+    label: str | None = Field(default=None, description="the pool's label (>= 0.5.17), e.g. SWA")
+    tokens: int | None = Field(default=None, description="capacity in tokens (#tokens)")
+    k_size_gb: float | None = Field(default=None, description="K cache size, GB")
+    v_size_gb: float | None = Field(default=None, description="V cache size, GB")
+    kv_size_gb: float | None = Field(default=None, description="KV cache size, GB (MLA pools)")
+    dtype: str | None = Field(default=None, description="the KV cache dtype (>= 0.5.13)")
 
 
 class MambaCacheAllocated(EventBase):
-    kind: Literal["mamba_cache_allocated"] = "mamba_cache_allocated"
-    max_mamba_cache_size: int | None = None
-    conv_state_gb: float | None = None
-    ssm_state_gb: float | None = None
+    kind: Literal["mamba_cache_allocated"] = Field("mamba_cache_allocated", description=KIND)
+    max_mamba_cache_size: int | None = Field(default=None, description="state slots")
+    conv_state_gb: float | None = Field(default=None, description="conv state size, GB")
+    ssm_state_gb: float | None = Field(default=None, description="SSM state size, GB")
 
 
 class SwaMemoryPool(EventBase):
-    kind: Literal["swa_memory_pool"] = "swa_memory_pool"
-    message: str
+    kind: Literal["swa_memory_pool"] = Field("swa_memory_pool", description=KIND)
+    message: Message
 
 
 class MemoryPoolEnd(EventBase):
-    kind: Literal["memory_pool_end"] = "memory_pool_end"
-    avail_mem_gb: float | None = None
+    kind: Literal["memory_pool_end"] = Field("memory_pool_end", description=KIND)
+    avail_mem_gb: AvailMem = None
 
 
 # --- CUDA graph capture ------------------------------------------------------------------------------
 
 
 class CaptureBegin(EventBase):
-    kind: Literal["capture_begin"] = "capture_begin"
+    kind: Literal["capture_begin"] = Field("capture_begin", description=KIND)
     graph: str = Field(description="what is captured: 'cuda graph', 'target prefill CUDA graph', ...")
-    avail_mem_gb: float | None = None
-    batch_sizes: list[int] | None = None
+    avail_mem_gb: AvailMem = None
+    batch_sizes: list[int] | None = Field(default=None, description="the batch sizes captured, when the line lists them")
 
 
 class CaptureEnd(EventBase):
-    kind: Literal["capture_end"] = "capture_end"
-    graph: str
-    elapsed_s: float | None = None
-    mem_usage_gb: float | None = None
-    avail_mem_gb: float | None = None
-    batch_sizes: list[int] | None = None
+    kind: Literal["capture_end"] = Field("capture_end", description=KIND)
+    graph: str = Field(description="what is captured: 'cuda graph', 'target prefill CUDA graph', ...")
+    elapsed_s: Elapsed = None
+    mem_usage_gb: MemUsage = None
+    avail_mem_gb: AvailMem = None
+    batch_sizes: list[int] | None = Field(default=None, description="the batch sizes captured, when the line lists them")
 
 
 class CaptureSizes(EventBase):
-    kind: Literal["capture_sizes"] = "capture_sizes"
-    what: Literal["bs", "num tokens"]
-    sizes: list[int] = Field(default_factory=list)
+    kind: Literal["capture_sizes"] = Field("capture_sizes", description=KIND)
+    what: Literal["bs", "num tokens"] = Field(description="batch sizes or token counts")
+    sizes: list[int] = Field(default_factory=list, description="the sizes to capture")
 
 
 class ProgressBar(EventBase):
-    kind: Literal["progress_bar"] = "progress_bar"
-    desc: str
-    percent: int
-    done: int
-    total: int
-    batch_size: int | None = None
-    num_tokens: int | None = None
-    avail_mem_gb: float | None = None
+    kind: Literal["progress_bar"] = Field("progress_bar", description=KIND)
+    desc: str = Field(description="the bar's description, e.g. 'Loading safetensors checkpoint shards'")
+    percent: int = Field(description="percent done")
+    done: int = Field(description="steps done")
+    total: int = Field(description="steps in all")
+    batch_size: int | None = Field(default=None, description="bs= of a capture bar")
+    num_tokens: int | None = Field(default=None, description="num_tokens= of a capture bar")
+    avail_mem_gb: AvailMem = None
 
 
 # --- scheduler ready, HTTP, warmup, ready ------------------------------------------------------------
 
 
 class SchedulerReady(EventBase):
-    kind: Literal["scheduler_ready"] = "scheduler_ready"
-    max_total_num_tokens: int | None = None
-    chunked_prefill_size: int | None = None
-    max_prefill_tokens: int | None = None
-    max_running_requests: int | None = None
-    context_len: int | None = None
-    available_gpu_mem_gb: float | None = None
+    kind: Literal["scheduler_ready"] = Field("scheduler_ready", description=KIND)
+    max_total_num_tokens: int | None = Field(default=None, description="KV cache capacity in tokens")
+    chunked_prefill_size: int | None = Field(default=None, description="as the scheduler uses it")
+    max_prefill_tokens: int | None = Field(default=None, description="as the scheduler uses it")
+    max_running_requests: int | None = Field(default=None, description="as the scheduler uses it")
+    context_len: int | None = Field(default=None, description="the model's context length")
+    available_gpu_mem_gb: float | None = Field(default=None, description="free GPU memory when ready, GB")
 
 
 class StartupTimings(EventBase):
-    kind: Literal["startup_timings"] = "startup_timings"
-    timings: dict[str, str] = Field(default_factory=dict)
+    kind: Literal["startup_timings"] = Field("startup_timings", description=KIND)
+    timings: dict[str, str] = Field(default_factory=dict, description="seconds per step, as printed")
 
 
 class HttpServer(EventBase):
-    kind: Literal["http_server"] = "http_server"
-    level: str
-    state: Literal["started", "waiting", "startup_complete", "running", "startup_failed", "shutdown", "other"]
-    message: str
+    kind: Literal["http_server"] = Field("http_server", description=KIND)
+    level: str = Field(description="uvicorn's level: INFO, ERROR ...")
+    state: Literal["started", "waiting", "startup_complete", "running", "startup_failed", "shutdown", "other"] = Field(
+        description="what the HTTP server says of itself"
+    )
+    message: Message
 
 
 class HttpAccess(EventBase):
-    kind: Literal["http_access"] = "http_access"
-    client: str
-    method: str
-    path: str
-    status: int
+    kind: Literal["http_access"] = Field("http_access", description=KIND)
+    client: str = Field(description="client address:port")
+    method: str = Field(description="HTTP method")
+    path: str = Field(description="request path")
+    status: int = Field(description="HTTP status code")
 
 
 class WarmupMarker(EventBase):
-    kind: Literal["warmup_marker"] = "warmup_marker"
-    message: str
+    kind: Literal["warmup_marker"] = Field("warmup_marker", description=KIND)
+    message: Message
 
 
 class ServerReady(EventBase):
-    kind: Literal["server_ready"] = "server_ready"
+    kind: Literal["server_ready"] = Field("server_ready", description=KIND)
 
 
 class RuntimeBatch(EventBase):
-    kind: Literal["runtime_batch"] = "runtime_batch"
-    stage: Literal["prefill", "decode"]
-    fields: dict[str, str] = Field(default_factory=dict)
+    kind: Literal["runtime_batch"] = Field("runtime_batch", description=KIND)
+    stage: Literal["prefill", "decode"] = Field(description="Prefill batch or Decode batch")
+    fields: dict[str, str] = Field(default_factory=dict, description="the figures of the line, key: value as printed")
 
 
 class Shutdown(EventBase):
-    kind: Literal["shutdown"] = "shutdown"
-    message: str
+    kind: Literal["shutdown"] = Field("shutdown", description=KIND)
+    message: Message
 
 
 # --- failures and their consequences -----------------------------------------------------------------
 
 
 class Frame(BaseModel):
-    path: str
-    lineno: int
-    function: str | None = None
+    """One frame of a traceback."""
+
+    path: str = Field(description="the source file")
+    lineno: int = Field(description="the line in it")
+    function: str | None = Field(default=None, description="the function")
 
 
 class ChainedException(BaseModel):
-    exc_type: str | None
-    message: str
+    """An earlier exception of a chain ('During handling of the above exception ...')."""
+
+    exc_type: str | None = Field(description="the exception class as printed")
+    message: Message
 
 
 class PythonException(EventBase):
     """One traceback record, chained exceptions included; the last exception is the one raised."""
 
-    kind: Literal["python_exception"] = "python_exception"
+    kind: Literal["python_exception"] = Field("python_exception", description=KIND)
     header: str | None = Field(default=None, description="'Scheduler hit an exception', ... when logged")
-    exc_type: str | None = None
-    message: str = ""
-    frames: list[Frame] = Field(default_factory=list)
-    chain: list[ChainedException] = Field(default_factory=list)
+    exc_type: str | None = Field(default=None, description="the exception class as printed, e.g. torch.OutOfMemoryError")
+    message: str = Field(default="", description="the exception's message (all its lines)")
+    frames: list[Frame] = Field(default_factory=list, description="the frames, outermost first")
+    chain: list[ChainedException] = Field(default_factory=list, description="earlier exceptions of the chain")
     complete: bool = Field(default=True, description="false when the record ends before its exception line")
     uncaught: bool = Field(default=False, description="printed by the interpreter, not logged")
 
@@ -270,14 +287,14 @@ class PythonException(EventBase):
 class FatalSignal(EventBase):
     """faulthandler's 'Fatal Python error: Aborted' and friends."""
 
-    kind: Literal["fatal_signal"] = "fatal_signal"
-    message: str
+    kind: Literal["fatal_signal"] = Field("fatal_signal", description=KIND)
+    message: Message
 
 
 class ErrorLine(EventBase):
     """A one-line SGLang failure report: not enough memory, port in use, watchdog timeout ..."""
 
-    kind: Literal["error_line"] = "error_line"
+    kind: Literal["error_line"] = Field("error_line", description=KIND)
     error: Literal[
         "not_enough_memory",
         "port_in_use",
@@ -286,14 +303,14 @@ class ErrorLine(EventBase):
         "warmup_failed",
         "capture_failed",
         "bind_failed",
-    ]
-    message: str
+    ] = Field(description="which one-line failure report")
+    message: Message
 
 
 class ChildFailure(EventBase):
     """A process noticed that another one died: the echo of a failure, rarely its cause."""
 
-    kind: Literal["child_failure"] = "child_failure"
+    kind: Literal["child_failure"] = Field("child_failure", description=KIND)
     what: Literal[
         "sigquit",
         "kill_process_tree",
@@ -306,28 +323,30 @@ class ChildFailure(EventBase):
         "closing_signal",
         "pg_not_destroyed",
         "killed",
-    ]
-    exit_code: int | None = None
-    message: str
+    ] = Field(description="which notice of a dead process")
+    exit_code: int | None = Field(default=None, description="the exit code or signal the line names")
+    message: Message
 
 
 class DistributedError(EventBase):
-    kind: Literal["distributed_error"] = "distributed_error"
-    error: Literal["collective_timeout", "nccl_abort", "store_timeout", "socket_failure"]
-    message: str
+    kind: Literal["distributed_error"] = Field("distributed_error", description=KIND)
+    error: Literal["collective_timeout", "nccl_abort", "store_timeout", "socket_failure"] = Field(
+        description="what torch.distributed reported"
+    )
+    message: Message
 
 
 class TorchLog(EventBase):
-    kind: Literal["torch_log"] = "torch_log"
-    level: Literal["I", "W", "E", "F"]
-    source: str
-    message: str
+    kind: Literal["torch_log"] = Field("torch_log", description=KIND)
+    level: Literal["I", "W", "E", "F"] = Field(description="glog level letter")
+    source: str = Field(description="source file:line")
+    message: Message
 
 
 class PythonWarning(EventBase):
-    kind: Literal["python_warning"] = "python_warning"
-    category: str
-    message: str
+    kind: Literal["python_warning"] = Field("python_warning", description=KIND)
+    category: str = Field(description="the warning class, e.g. UserWarning")
+    message: Message
 
 
 Event = Annotated[

@@ -13,6 +13,11 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from logphase.phases import Phase
 from logphase.report import FailureReport, Outcome, Report, WarningReport
 
+KIND = (
+    "the record kind: phase, failure, warning, outcome, stall, run, stale, truncated, rotated, waiting, draining, "
+    "timeout, summary"
+)
+
 
 class _Record(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -23,8 +28,8 @@ class _Record(BaseModel):
 class PhaseRecord(_Record):
     """The run entered a phase (one record per phase, whatever the size of the reads)."""
 
-    kind: Literal["phase"] = "phase"
-    phase: Phase
+    kind: Literal["phase"] = Field("phase", description=KIND)
+    phase: Phase = Field(description="the phase entered")
     ts: str | None = Field(description="when the first rank entered it, as printed")
     rank: str | None = Field(description="the first rank to enter it; null for the server as a whole")
     line: int | None = Field(description="the line that shows it first")
@@ -34,21 +39,21 @@ class PhaseRecord(_Record):
 class FailureRecord(_Record):
     """The run failed: the root cause, with its hint and consequences."""
 
-    kind: Literal["failure"] = "failure"
+    kind: Literal["failure"] = Field("failure", description=KIND)
     phase: Phase | None = Field(description="the phase the root cause struck in")
-    failure: FailureReport
+    failure: FailureReport = Field(description="the root cause, as in the report")
 
 
 class WarningRecord(_Record):
-    kind: Literal["warning"] = "warning"
-    warning: WarningReport
+    kind: Literal["warning"] = Field("warning", description=KIND)
+    warning: WarningReport = Field(description="the warning, as in the report")
 
 
 class OutcomeRecord(_Record):
     """The verdict on the run being followed: ready or failed."""
 
-    kind: Literal["outcome"] = "outcome"
-    outcome: Outcome
+    kind: Literal["outcome"] = Field("outcome", description=KIND)
+    outcome: Outcome = Field(description="ready or failed")
     ts: str | None = Field(default=None, description="when the server became ready, or failed")
     total_startup_s: float | None = Field(description="first timestamp of the run to ready or to the failure")
     run: int = Field(description="which run of the input (1-based) this verdict is about")
@@ -57,8 +62,8 @@ class OutcomeRecord(_Record):
 class StallRecord(_Record):
     """No new input for longer than the phase usually stays silent."""
 
-    kind: Literal["stall"] = "stall"
-    phase: Phase | None
+    kind: Literal["stall"] = Field("stall", description=KIND)
+    phase: Phase | None = Field(description="the phase the server is silent in")
     silent_s: float = Field(description="seconds since the last input")
     last_line: str = Field(description="the end of the last line read")
     hint: str = Field(description="what the silence usually means in this phase")
@@ -67,7 +72,7 @@ class StallRecord(_Record):
 class RunRecord(_Record):
     """A new run of the server started in the same input."""
 
-    kind: Literal["run"] = "run"
+    kind: Literal["run"] = Field("run", description=KIND)
     runs: int = Field(description="runs seen so far; the new one is the last")
     line: int = Field(description="the new run's first line")
 
@@ -76,49 +81,49 @@ class StaleRecord(_Record):
     """The file ends in a finished run and was not written since before following began: that
     run's outcome is not reported as this run's; follow waits for a new run."""
 
-    kind: Literal["stale"] = "stale"
+    kind: Literal["stale"] = Field("stale", description=KIND)
     outcome: Outcome = Field(description="how the old run ended")
     age_s: float = Field(description="seconds between the file's last write and the start of following")
     line: int = Field(description="first line of the old run")
 
 
 class TruncatedRecord(_Record):
-    kind: Literal["truncated"] = "truncated"
+    kind: Literal["truncated"] = Field("truncated", description=KIND)
     at_byte: int = Field(description="the read position when the file was found shorter")
 
 
 class RotatedRecord(_Record):
-    kind: Literal["rotated"] = "rotated"
+    kind: Literal["rotated"] = Field("rotated", description=KIND)
 
 
 class WaitingRecord(_Record):
     """The file does not exist yet."""
 
-    kind: Literal["waiting"] = "waiting"
+    kind: Literal["waiting"] = Field("waiting", description=KIND)
 
 
 class DrainingRecord(_Record):
     """The verdict is in, but follow keeps reading the pipe to its end so that the writer upstream
     (``tee``, the server) never gets SIGPIPE; ``--exit-at-verdict`` leaves at once instead."""
 
-    kind: Literal["draining"] = "draining"
+    kind: Literal["draining"] = Field("draining", description=KIND)
     exit_code: int = Field(description="the exit code follow will return at the end of the input")
 
 
 class TimeoutRecord(_Record):
-    kind: Literal["timeout"] = "timeout"
-    after_s: float
+    kind: Literal["timeout"] = Field("timeout", description=KIND)
+    after_s: float = Field(description="seconds waited")
     stale: bool = Field(default=False, description="true when the report is about a stale run")
-    report: Report
+    report: Report = Field(description="the report at the time of giving up")
 
 
 class SummaryRecord(_Record):
     """The last record: the report, and the exit code a launch script sees."""
 
-    kind: Literal["summary"] = "summary"
-    exit_code: int
+    kind: Literal["summary"] = Field("summary", description=KIND)
+    exit_code: int = Field(description="the exit code follow returns")
     stale: bool = Field(default=False, description="true when the report is about a stale run")
-    report: Report
+    report: Report = Field(description="the final report")
 
 
 FollowRecord = Annotated[

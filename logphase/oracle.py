@@ -14,18 +14,16 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Literal
 
-import orjson
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
 from logphase import events as ev
 from logphase.diagnosis import Cause
 from logphase.engine import BLOCK_SIZE, Engine
+from logphase.loading import NotAReport, saved_report
 from logphase.machine import PhaseMachine
 from logphase.phases import PHASE_ORDER, Phase
-from logphase.report import SCHEMA_VERSION, Outcome, PhaseReport, Report, normalize_expect, values_match
+from logphase.report import Outcome, PhaseReport, Report, normalize_expect, values_match
 
-# version 2 only added fields, all with defaults: a saved version-1 report reads as a version 2
-READABLE_SCHEMAS = (1, SCHEMA_VERSION)
 DEFAULT_TOLERANCE = 0.2
 # SGLang stamps its lines to the second: a phase of 2 s that takes 3 s is rounding, not a
 # regression. A phase counts as slower only when it is also this many seconds slower.
@@ -129,44 +127,18 @@ class _EvidenceCollector:
         )
 
 
-def looks_like_report(head: bytes) -> bool:
-    return head.lstrip()[:1] == b"{"
-
-
-def report_from_json(data: bytes, source: str) -> Report | None:
-    """The saved report in ``data``; None when it is not one JSON document (a JSON-lines log, say)."""
-    try:
-        value = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return None
-    if not isinstance(value, dict) or "schema_version" not in value:
-        raise OracleError(f"{source}: JSON, but not a logphase report (no schema_version)")
-    if value["schema_version"] not in READABLE_SCHEMAS:
-        raise OracleError(
-            f"{source}: report schema_version {value['schema_version']!r}, this logphase reads "
-            + ", ".join(map(str, READABLE_SCHEMAS))
-        )
-    value["schema_version"] = SCHEMA_VERSION  # version 1 lacks only fields that have defaults
-    try:
-        return Report.model_validate(value)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise OracleError(f"{source}: not a valid logphase report: {where}: {first['msg']}") from None
-
-
 def load_stream(handle: BinaryIO, source: str, since: str | None = None) -> Loaded:
     """Read a log or a saved report from ``handle``; logs are streamed, never held whole."""
-    head = handle.read(BLOCK_SIZE)
-    whole = False
-    if looks_like_report(head):
-        head += handle.read()
-        whole = True
-        report = report_from_json(head, source)
-        if report is not None:
-            if since is not None:
-                raise OracleError(f"{source}: a saved report; --since applies to logs only")
-            return Loaded(report, None, "report")
+    first = handle.read(BLOCK_SIZE)
+    try:
+        report, head = saved_report(handle, first, source)
+    except NotAReport as exc:
+        raise OracleError(str(exc)) from None
+    whole = head is not first
+    if report is not None:
+        if since is not None:
+            raise OracleError(f"{source}: a saved report; --since applies to logs only")
+        return Loaded(report, None, "report")
     engine = Engine(source=source, since=since)
     collector = _EvidenceCollector()
     collector.feed(engine.feed(head))
@@ -319,6 +291,8 @@ class CheckItem(BaseModel):
 
 
 class CheckResult(BaseModel):
+    """The result of ``check``: each expectation with its verdict and evidence."""
+
     source: str
     outcome: Outcome
     phase: Phase | None
@@ -380,6 +354,7 @@ def describe_failure(report: Report) -> str:
 
 
 def check(loaded: Loaded, want: Expectations) -> CheckResult:
+    """Check a loaded log or report against expectations; every expectation gives one item."""
     report, evidence = loaded.report, loaded.evidence
     items: list[CheckItem] = []
     if want.wanted_outcome != "any":
@@ -723,6 +698,8 @@ class ValueChange(BaseModel):
 
 
 class Comparison(BaseModel):
+    """The result of ``compare``: per-phase durations side by side, changed settings, regressions."""
+
     baseline: str
     new: str
     baseline_outcome: Outcome
@@ -770,6 +747,8 @@ def _changes(old: dict[str, Any], new: dict[str, Any]) -> list[ValueChange]:
 
 
 def compare(baseline: Report, new: Report, tolerance: float = DEFAULT_TOLERANCE, slack: float = DEFAULT_SLACK_S) -> Comparison:
+    """Compare two startups phase by phase: slower than ``baseline x (1 + tolerance)`` and by more
+    than ``slack`` seconds is a regression, as is a worse outcome."""
     deltas = phase_deltas(baseline, new, tolerance, slack)
     b_rank, n_rank = OUTCOME_RANK[baseline.outcome], OUTCOME_RANK[new.outcome]
     outcome_verdict: Literal["same", "better", "worse"] = (

@@ -12,6 +12,8 @@ from typing import NamedTuple
 
 
 class Phase(str, Enum):
+    """A startup phase, in the order SGLang goes through them (``PHASE_ORDER``)."""
+
     LAUNCH = "launch"
     DISTRIBUTED_INIT = "distributed_init"
     WEIGHT_LOADING = "weight_loading"

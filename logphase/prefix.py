@@ -24,7 +24,10 @@ def _compile() -> tuple[re.Pattern[str], re.Pattern[str]]:
     rank_tag = terminal_pattern("prefix", "RANK_TAG")
     ray = terminal_pattern("prefix", "RAY_ACTOR")
     torch_rank = terminal_pattern("prefix", "TORCH_RANK")
-    sglang = re.compile(rf"(?:{ray})?\[(?P<ts>{timestamp})(?P<tags>(?: (?:{rank_tag}))*)\] ?(?P<msg>.*)", re.DOTALL)
+    source = terminal_pattern("prefix", "LOG_SOURCE")
+    sglang = re.compile(
+        rf"(?:{ray})?\[(?P<ts>{timestamp})(?P<tags>(?: (?:{rank_tag}))*)\](?:{source})? ?(?P<msg>.*)", re.DOTALL
+    )
     return sglang, re.compile(rf"{torch_rank} ?")
 
 

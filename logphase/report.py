@@ -67,7 +67,7 @@ class RankSpan(BaseModel):
 class PhaseReport(BaseModel):
     """A phase of the server: from the first rank to enter it to the last to leave it."""
 
-    name: Phase
+    name: Phase = Field(description="the phase")
     start: str | None = Field(description="when the first rank entered it")
     end: str | None = Field(description="when the last rank left it; null while the phase is still open")
     duration_s: float | None = Field(description="end - start; for an open phase, up to the last timestamp")
@@ -84,7 +84,7 @@ class UnaccountedReport(BaseModel):
     before: Phase = Field(description="the phase that started next")
     start: str = Field(description="when the earlier phase ended")
     end: str = Field(description="when the later phase started")
-    duration_s: float
+    duration_s: float = Field(description="end - start")
     first_line: int | None = Field(description="the line that ends the earlier phase")
     last_line: int | None = Field(description="the line that starts the later phase")
 
@@ -93,7 +93,7 @@ class Consequence(BaseModel):
     """A line that follows from the root cause (an echo): another rank's error, sigquit, a wrapper."""
 
     line: int = Field(description="1-based line number (counts \\n only, as grep -n)")
-    message: str
+    message: str = Field(description="what the line says")
     ts: str | None = Field(default=None, description="its time, or the time of the line before it")
     rank: str | None = Field(default=None, description="the rank that printed it; null for the server")
 
@@ -101,7 +101,7 @@ class Consequence(BaseModel):
 class FailureReport(BaseModel):
     """The root cause of a failed startup: the first specific fatal error in time."""
 
-    cause: Cause
+    cause: Cause = Field(description="the cause, from a fixed vocabulary (logphase check --help lists it)")
     phase: Phase | None = Field(description="the phase it struck in")
     rank: str | None = Field(description="the rank that failed first; null for the main process")
     line: int = Field(description="the line to read: the traceback's header or the line that states the error")
@@ -119,7 +119,7 @@ class WarningReport(BaseModel):
         description="stale_log, expect_unverified, ignored_parameter, multiple_runs, memory_pressure, truncated_input, "
         "distributed_stall, memory_imbalance, warmup_failed, no_sglang_output, nothing_since"
     )
-    message: str
+    message: str = Field(description="the warning in words")
     line: int | None = Field(default=None, description="the line it is about")
     setting: str | None = Field(default=None, description="the configuration key concerned")
     expected: str | None = Field(default=None, description="what you launched with (--expect) or requested")
@@ -177,12 +177,13 @@ class Report(BaseModel):
     )
     ranks: list[str] = Field(description="rank tags as printed; a single-GPU server's scheduler is TP0")
     runs: int = Field(description="runs found in the input")
+    run: int = Field(default=1, description="which run (1-based) this report describes: the last unless asked otherwise")
     run_start_line: int = Field(description="the first line of the run this report describes")
     failure: FailureReport | None = Field(description="the root cause, when the run failed")
-    warnings: list[WarningReport]
+    warnings: list[WarningReport] = Field(description="things worth knowing that are not failures")
     config: dict[str, Any] = Field(description="key server_args values, scheduler limits and startup timings")
-    memory: MemoryReport
-    lines: LinesReport
+    memory: MemoryReport = Field(description="GPU memory figures")
+    lines: LinesReport = Field(description="how every line of the input was accounted for")
 
 
 def rank_sort_key(rank: str) -> tuple[Any, ...]:
@@ -227,6 +228,7 @@ def build_report(
         total_startup_s=seconds_between(run.first_ts, end_ts),
         ranks=ranks,
         runs=len(machine.runs),
+        run=run.index,
         run_start_line=run.start_line,
         failure=failure,
         warnings=warnings,

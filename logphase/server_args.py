@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import re
 from typing import Any, Literal
 
@@ -14,12 +13,33 @@ from logphase.grammars import parser
 ArgsFormat = Literal["call", "dict", "unparsed"]
 
 
+# Python's string escapes. Decoded by hand: ast.literal_eval would warn (SyntaxWarning from 3.12)
+# about the invalid escapes that real dumps hold, such as regexes in '\\d+' or '\\]'.
+_ESCAPE = re.compile(r"\\(x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|[0-7]{1,3}|.)", re.DOTALL)
+_SIMPLE_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "'": "'", '"': '"', "a": "\a", "b": "\b", "f": "\f", "v": "\v"}
+
+
+def unquote(literal: str) -> str:
+    """The value of a Python string literal ('...' or "..."); unknown escapes stay as written."""
+
+    def one(m: re.Match[str]) -> str:
+        code = m.group(1)
+        if code in _SIMPLE_ESCAPES:
+            return _SIMPLE_ESCAPES[code]
+        if code[0] in "xuU":
+            return chr(int(code[1:], 16))
+        if code[0] in "01234567":
+            return chr(int(code, 8))
+        if code == "\n":
+            return ""  # a backslash before a newline continues the line
+        return "\\" + code
+
+    return _ESCAPE.sub(one, literal[1:-1])
+
+
 class _ToPython(Transformer[Token, Any]):
     def string(self, items: list[Token]) -> str:
-        try:
-            return str(ast.literal_eval(str(items[0])))
-        except (ValueError, SyntaxError):
-            return str(items[0])[1:-1]
+        return unquote(str(items[0]))
 
     def number(self, items: list[Token]) -> float | int:
         text = str(items[0])
@@ -72,8 +92,18 @@ def parse_server_args(text: str) -> tuple[dict[str, Any], ArgsFormat]:
     # A dump cut short or holding a value the grammar does not know: keep what can be read.
     args: dict[str, Any] = {}
     for key, raw in _KEY_VALUE.findall(text):
-        try:
-            args.setdefault(key, ast.literal_eval(raw.strip()))
-        except (ValueError, SyntaxError):
-            args.setdefault(key, raw.strip())
+        args.setdefault(key, _loose_value(raw.strip()))
     return args, "unparsed"
+
+
+def _loose_value(raw: str) -> Any:
+    """A value of a dump the grammar could not read: a string, number or constant, else the text."""
+    if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "'\"":
+        return unquote(raw)
+    if raw in ("None", "True", "False"):
+        return {"None": None, "True": True, "False": False}[raw]
+    try:
+        value = float(raw)
+    except ValueError:
+        return raw
+    return int(value) if value.is_integer() and re.fullmatch(r"-?\d+", raw) else value

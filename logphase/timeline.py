@@ -20,8 +20,8 @@ keeps its own row), and the picture says so. Phases without timestamps are drawn
 their neighbours put them, and named; a run with no timestamp at all is drawn in phase order,
 not to scale.
 
-``context`` (optional) maps a log line number to (timestamp, rank) as read from the log, for the
-failure and its consequences: the report carries their line numbers, not their times.
+Time between phases that no phase accounts for is drawn on the server row as a hatched grey
+stretch with its duration, and listed in the phase table with its first and last line.
 """
 
 from __future__ import annotations
@@ -35,9 +35,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from logphase.phases import PHASE_ORDER, Phase
-from logphase.report import CONFIG_KEYS, LOW_CAPTURE_MEMORY_GB, PhaseReport, Report, rank_sort_key
-
-LineContext = dict[int, tuple[str | None, str | None]]  # line -> (timestamp as in the report, rank)
+from logphase.report import CONFIG_KEYS, LOW_CAPTURE_MEMORY_GB, PhaseReport, Report, UnaccountedReport, rank_sort_key
+from logphase.wording import plural
 
 # above this many ranks, rows are grouped (identical phases) or summarised (min / median / max)
 MAX_RANK_ROWS = 16
@@ -195,6 +194,7 @@ class Timeline:
     ready_x: float | None
     memory: dict[str, list[tuple[float, float, str]]]  # rank -> [(x, GB, boundary)]
     memory_unplaced: list[str]
+    gaps: list[tuple[float, float, UnaccountedReport]] = field(default_factory=list)  # (x0, x1, gap)
 
 
 def _seconds(t0: datetime | None, ts: str | None) -> float | None:
@@ -204,8 +204,7 @@ def _seconds(t0: datetime | None, ts: str | None) -> float | None:
     return (when - t0).total_seconds()
 
 
-def build_timeline(report: Report, context: LineContext | None = None) -> Timeline:
-    context = context or {}
+def build_timeline(report: Report) -> Timeline:
     stamps: list[datetime] = []
     for p in report.phases:
         for ts in (p.start, p.end, *(t for s in p.ranks.values() for t in (s.start, s.end))):
@@ -223,7 +222,7 @@ def build_timeline(report: Report, context: LineContext | None = None) -> Timeli
     # when the failure struck: its own line's time, else where the report ends startup
     tf: float | None = None
     if failure is not None and not ordinal:
-        tf = sec(context.get(failure.line, (None, None))[0])
+        tf = sec(failure.ts)
         if tf is None and report.total_startup_s is not None:
             launch = next((p for p in report.phases if p.name is Phase.LAUNCH and p.start), None)
             if launch is not None:
@@ -266,8 +265,8 @@ def build_timeline(report: Report, context: LineContext | None = None) -> Timeli
             title=f"{failure.cause.value} on {failure.rank or 'the server'}, line {failure.line}: {failure.message[:300]}",
         )
         for c in failure.consequences:
-            ts, rank = context.get(c.line, (None, None))
-            x = sec(ts) if not ordinal else None
+            rank = c.rank
+            x = sec(c.ts) if not ordinal else None
             x = failure_mark.x if x is None else x
             end = max(end, x)
             echoes.append(Mark(x=x, row=_row_of(rows, rank), title=f"consequence, line {c.line}: {c.message[:200]}"))
@@ -280,7 +279,13 @@ def build_timeline(report: Report, context: LineContext | None = None) -> Timeli
     span = max(end, 1.0)
 
     memory, unplaced = _memory_points(report, sec, ordinal)
-    return Timeline(report, t0, span, ordinal, rows, notes, failure_mark, echoes, ready_x, memory, unplaced)
+    gaps = []
+    if not ordinal:
+        for gap in report.unaccounted:
+            x0, x1 = sec(gap.start), sec(gap.end)
+            if x0 is not None and x1 is not None:
+                gaps.append((x0, x1, gap))
+    return Timeline(report, t0, span, ordinal, rows, notes, failure_mark, echoes, ready_x, memory, unplaced, gaps)
 
 
 def _bar_end(p: PhaseReport, sec: Any) -> float | None:
@@ -559,6 +564,9 @@ def _defs() -> str:
         '<linearGradient id="lp-open" x1="0" x2="1" y1="0" y2="0">'
         '<stop offset="0" stop-color="#ffffff" stop-opacity="0"/><stop offset="1" stop-color="#ffffff" stop-opacity="0.85"/>'
         "</linearGradient>"
+        '<pattern id="lp-gap" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)">'
+        '<rect width="6" height="6" fill="#f1f3f4"/><line x1="0" y1="0" x2="0" y2="6" stroke="#c4c8cc" stroke-width="2"/>'
+        "</pattern>"
         "</defs>"
     )
 
@@ -634,6 +642,17 @@ def draw_chart(tl: Timeline, y: float = 0.0) -> tuple[str, float]:
         for b in row.bars:
             ry = tops[i] + (ROW_H - BAR_H) / 2 + b.lane * LANE_H
             _draw_bar(svg, b, ry, X, scale, tl, with_name=row.kind == "server")
+    # time between phases, on the server row
+    for x0, x1, gap in tl.gaps:
+        gx0, gx1 = X(x0), X(x1)
+        ry = tops[0] + (ROW_H - BAR_H) / 2
+        lines = f", lines {gap.first_line}-{gap.last_line}" if gap.first_line and gap.last_line else ""
+        title = f"{fmt_duration(gap.duration_s)} between {gap.after.value} and {gap.before.value}, in no phase{lines}"
+        svg.rect(gx0, ry, max(gx1 - gx0, 2.0), BAR_H, fill="url(#lp-gap)", stroke="#9aa0a6", stroke_width="1",
+                 stroke_dasharray="3 2", rx="2", class_="lp-gap", title=title)  # fmt: skip
+        label = f"? {fmt_duration(gap.duration_s)}"
+        if _text_w(label) + 8 <= gx1 - gx0:
+            svg.text((gx0 + gx1) / 2, ry + BAR_H - 4.2, label, 11, "middle", fill="#444", class_="lp-gap-label")
     # ready marker
     if tl.ready_x is not None and not tl.ordinal:
         rx = X(tl.ready_x)
@@ -847,17 +866,7 @@ def headline(report: Report) -> str:
 def _run_text(report: Report) -> str:
     if report.runs <= 1:
         return ""
-    index = next(
-        (
-            int(m.group(1))
-            for w in report.warnings
-            if w.kind == "multiple_runs"
-            for m in [re.search(r"describes run (\d+)", w.message)]
-            if m
-        ),
-        report.runs,
-    )
-    return f"run {index} of {report.runs} in this file (from line {report.run_start_line})"
+    return f"run {report.run} of {report.runs} in this file (from line {report.run_start_line})"
 
 
 def _model_text(report: Report) -> str:
@@ -889,8 +898,10 @@ def config_items(report: Report) -> list[tuple[str, str]]:
     return [(k, str(v)) for k, v in items]
 
 
-def _phase_rows(report: Report, tl: Timeline) -> list[tuple[Phase, str, str, str, str, str]]:
-    out = []
+def _phase_rows(report: Report, tl: Timeline) -> list[tuple[Phase | None, str, str, str, str, str]]:
+    """(phase, start, since launch, duration, slowest rank, free memory); phase None is time between phases."""
+    out: list[tuple[Phase | None, str, str, str, str, str]] = []
+    gaps = {g.after: g for g in report.unaccounted}
     seen = {p.name for p in report.phases}
     avail = report.memory.avail_gb
     for p in report.phases:
@@ -917,6 +928,10 @@ def _phase_rows(report: Report, tl: Timeline) -> list[tuple[Phase, str, str, str
             edges.append(f"{min(values):.1f}" if values else "")
         memory = " → ".join(e or "?" for e in edges) + " GB" if any(edges) else ""
         out.append((p.name, start, rel, fmt_duration(p.duration_s) + state, slowest, memory))
+        gap = gaps.get(p.name)
+        if gap is not None:
+            lines = f"lines {gap.first_line}–{gap.last_line}" if gap.first_line and gap.last_line else ""
+            out.append((None, gap.start.split("T")[-1], "", fmt_duration(gap.duration_s), lines, ""))
     furthest = max((p.name.index for p in report.phases), default=-1)
     for phase in PHASE_ORDER:
         if phase not in seen:
@@ -959,6 +974,7 @@ th {{ color: #555; font-weight: normal; }}
 td.num {{ text-align: right; white-space: nowrap; }}
 .sw {{ display: inline-block; width: 10px; height: 10px; border-radius: 2px; margin-right: 6px; }}
 .dim {{ color: #999; }}
+tr.gap td {{ color: #555; }} .gapsw {{ background: repeating-linear-gradient(45deg, #f1f3f4 0 2px, #c4c8cc 2px 4px); }}
 .warn {{ margin: 0 0 4px; }} .warn b {{ color: #8a4b00; }}
 .kind {{ display: inline-block; font: 11px {MONO}; background: #fff3d6; border: 1px solid #ecd08a; border-radius: 3px;
   padding: 0 4px; margin-right: 4px; color: #6b4a12; }}
@@ -968,9 +984,9 @@ footer {{ color: #888; font-size: 11.5px; margin-top: 12px; }}
 """
 
 
-def render_html(report: Report, context: LineContext | None = None) -> str:
+def render_html(report: Report) -> str:
     """The whole page: one self-contained HTML document."""
-    tl = build_timeline(report, context)
+    tl = build_timeline(report)
     chart, height = draw_chart(tl, 0)
     out: list[str] = [
         "<!DOCTYPE html>",
@@ -1000,8 +1016,8 @@ def render_html(report: Report, context: LineContext | None = None) -> str:
         if f.consequences:
             n = len(f.consequences)
             out.append(
-                f'<div class="echoes">○ {n} later line{"s are" if n > 1 else " is a"} consequence{"s" if n > 1 else ""}, '
-                "not the cause (hollow markers on the chart):<ul>"
+                f'<div class="echoes">○ {n} other line{"s follow" if n > 1 else " follows"} from it: '
+                f"consequence{'s' if n > 1 else ''}, not the cause (hollow markers on the chart):<ul>"
             )
             for c in f.consequences[:3]:
                 message = _clip(c.message.splitlines()[0] if c.message else "", 150)
@@ -1031,6 +1047,12 @@ def render_html(report: Report, context: LineContext | None = None) -> str:
         '<th class="num" title="lowest over ranks">free GPU memory</th></tr>'
     )
     for phase, start, rel, duration, slowest, memory in _phase_rows(report, tl):
+        if phase is None:
+            out.append(
+                '<tr class="gap"><td><span class="sw gapsw"></span><i>between phases</i></td>'
+                f'<td>{esc(start)}</td><td></td><td class="num">{esc(duration)}</td><td>{esc(slowest)}</td><td></td></tr>'
+            )
+            continue
         dim = ' class="dim"' if not start and not rel else ""
         out.append(
             f'<tr{dim}><td><span class="sw" style="background:{PHASE_COLORS[phase]}"></span>{esc(phase.value)}</td>'
@@ -1106,9 +1128,9 @@ def _wrap(text: str, width: int) -> list[str]:
     return lines or [""]
 
 
-def render_svg(report: Report, context: LineContext | None = None) -> str:
+def render_svg(report: Report) -> str:
     """The picture alone, as one standalone SVG document: headline, failure, chart, legend, warnings."""
-    tl = build_timeline(report, context)
+    tl = build_timeline(report)
     svg = Svg()
     y = 24.0
     svg.text(12, y, "Startup timeline", 17, font_weight="bold", fill="#1d1d1f")
@@ -1143,7 +1165,7 @@ def render_svg(report: Report, context: LineContext | None = None) -> str:
             svg.text(
                 24,
                 y,
-                f"○ {len(f.consequences)} later line(s) are consequences (first: line {f.consequences[0].line}): "
+                f"○ {plural(len(f.consequences), 'other line')} follow from it (first: line {f.consequences[0].line}): "
                 + _clip(f.consequences[0].message.splitlines()[0] if f.consequences[0].message else "", 120),
                 11.5,
                 fill=ECHO_COLOR,

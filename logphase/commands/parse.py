@@ -1,34 +1,56 @@
-"""Read a whole log (or - for standard input) and report on its last run."""
+"""Read a whole log (or - for standard input) and report on its last run. A report saved with
+`parse --json` is read back and printed again (in text, or as JSON)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
-from logphase.cli import OUTCOME_EXIT, add_expect_since, check_since, feed_all, open_input, parse_expect
+from logphase.cli import (
+    OUTCOME_EXIT,
+    InputError,
+    add_color,
+    add_expect_since,
+    check_since,
+    feed_all,
+    open_input,
+    parse_expect,
+    read_head,
+)
+
+if TYPE_CHECKING:
+    from logphase.events import EventBase
+    from logphase.lines import LogicalLine
+    from logphase.report import Report
 
 NAME = "parse"
 HELP = "read a whole log and report"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", metavar="FILE", help="log file, or - for standard input")
+    p.add_argument("file", metavar="FILE", help="log file, a saved `parse --json` report, or - for standard input")
     p.add_argument("--json", action="store_true", help="print the JSON report (see `logphase schema`)")
     add_expect_since(p)
     p.add_argument("--events", action="store_true", help="print the typed events as JSON Lines instead of the report")
     p.add_argument("--unrecognized", action="store_true", help="print the lines no grammar recognised (line number and text)")
+    add_color(p)
 
 
 def run(args: argparse.Namespace) -> int:
     import orjson
 
     from logphase.engine import Engine
-    from logphase.lines import LogicalLine
 
     expect = parse_expect(args.expect)
     check_since(args.since)
     handle, source = open_input(args.file)
     out = sys.stdout.buffer
+    report, head = read_head(handle, source)
+    if report is not None:
+        if args.events or args.unrecognized or args.since or expect:
+            raise InputError(f"{source}: a saved report: --events, --unrecognized, --since and --expect apply to logs")
+        return _print(report, args)
 
     def print_unrecognized(line: LogicalLine) -> None:
         out.write(f"{line.lineno}: {line.text}\n".encode(errors="replace"))
@@ -40,20 +62,27 @@ def run(args: argparse.Namespace) -> int:
         collect_events=args.events,  # the report alone is the same without them, and much faster
     )
 
-    def emit_events(events: list) -> None:  # type: ignore[type-arg]
-        if args.events:
-            for event in events:
-                out.write(orjson.dumps(event.model_dump(mode="json", exclude_none=True)) + b"\n")
+    def emit_events(events: list[EventBase]) -> None:
+        for event in events:
+            out.write(orjson.dumps(event.model_dump(mode="json", exclude_none=True)) + b"\n")
 
-    feed_all(engine, handle, source, emit_events if args.events else None)
+    feed_all(engine, handle, source, emit_events if args.events else None, head=head)
     report = engine.report(expect)
     if args.unrecognized or args.events:
-        pass  # already streamed while reading
-    elif args.json:
+        out.flush()  # already streamed while reading
+        return OUTCOME_EXIT[report.outcome]
+    return _print(report, args)
+
+
+def _print(report: Report, args: argparse.Namespace) -> int:
+    import orjson
+
+    out = sys.stdout.buffer
+    if args.json:
         out.write(orjson.dumps(report.model_dump(mode="json"), option=orjson.OPT_INDENT_2) + b"\n")
     else:
-        from logphase.render import render_text
+        from logphase.render import render_text, use_color
 
-        out.write(render_text(report).encode())
+        out.write(render_text(report, use_color(sys.stdout, args.color)).encode())
     out.flush()
     return OUTCOME_EXIT[report.outcome]

@@ -8,7 +8,7 @@ import sys
 from logphase.cli import EXIT_READY
 
 NAME = "schema"
-HELP = "print the JSON schema of the report and of the events"
+HELP = "print the JSON schema of the report, the events and the follow records"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -20,8 +20,13 @@ def run(args: argparse.Namespace) -> int:
     from pydantic import TypeAdapter
 
     from logphase.events import Event
+    from logphase.follow_records import FOLLOW_RECORD_ADAPTER
     from logphase.report import Report
 
-    schema = {"report": Report.model_json_schema(), "event": TypeAdapter(Event).json_schema()}
+    schema = {
+        "report": Report.model_json_schema(),
+        "event": TypeAdapter(Event).json_schema(),
+        "follow_record": FOLLOW_RECORD_ADAPTER.json_schema(),
+    }
     sys.stdout.buffer.write(orjson.dumps(schema, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
     return EXIT_READY

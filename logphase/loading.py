@@ -1,0 +1,57 @@
+"""A log or a saved ``parse --json`` report, told apart by content: the input of every command.
+
+A report is one JSON object with a ``schema_version``; a log is anything else (a JSON-lines log
+included: it is not one document). Logs are streamed through the engine, never held whole.
+"""
+
+from __future__ import annotations
+
+from typing import BinaryIO
+
+import orjson
+from pydantic import ValidationError
+
+from logphase.report import SCHEMA_VERSION, Report
+
+# version 2 only added fields, all with defaults: a saved version-1 report reads as a version 2
+READABLE_SCHEMAS = (1, SCHEMA_VERSION)
+
+
+class NotAReport(ValueError):
+    """JSON that claims to be a report but is not a readable one: one line, for the user."""
+
+
+def looks_like_report(head: bytes) -> bool:
+    return head.lstrip()[:1] == b"{"
+
+
+def report_from_json(data: bytes, source: str) -> Report | None:
+    """The saved report in ``data``; None when it is not one JSON document (a JSON-lines log, say)."""
+    try:
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(value, dict) or "schema_version" not in value:
+        raise NotAReport(f"{source}: JSON, but not a logphase report (no schema_version)")
+    if value["schema_version"] not in READABLE_SCHEMAS:
+        raise NotAReport(
+            f"{source}: report schema_version {value['schema_version']!r}, this logphase reads "
+            + ", ".join(map(str, READABLE_SCHEMAS))
+        )
+    value["schema_version"] = SCHEMA_VERSION
+    try:
+        return Report.model_validate(value)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise NotAReport(f"{source}: not a valid logphase report: {where}: {first['msg']}") from None
+
+
+def saved_report(handle: BinaryIO, head: bytes, source: str) -> tuple[Report | None, bytes]:
+    """When ``head`` (the first block read from ``handle``) starts a JSON document, read the rest
+    and return the saved report in it; otherwise (None, head) and the log goes to the engine. The
+    second value is what was read from ``handle`` so far."""
+    if not looks_like_report(head):
+        return None, head
+    data = head + handle.read()
+    return report_from_json(data, source), data
