@@ -25,9 +25,7 @@ def _compile() -> tuple[re.Pattern[str], re.Pattern[str]]:
     ray = terminal_pattern("prefix", "RAY_ACTOR")
     torch_rank = terminal_pattern("prefix", "TORCH_RANK")
     source = terminal_pattern("prefix", "LOG_SOURCE")
-    sglang = re.compile(
-        rf"(?:{ray})?\[(?P<ts>{timestamp})(?P<tags>(?: (?:{rank_tag}))*)\](?:{source})? ?(?P<msg>.*)", re.DOTALL
-    )
+    sglang = re.compile(rf"(?:{ray})?\[(?P<ts>{timestamp})(?P<tags>(?: (?:{rank_tag}))*)\](?:{source})? ?(?P<msg>.*)", re.DOTALL)
     return sglang, re.compile(rf"{torch_rank} ?")
 
 

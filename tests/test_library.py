@@ -10,7 +10,7 @@ from importlib import resources
 from pathlib import Path
 
 import pytest
-from pydantic import BaseModel, TypeAdapter
+from pydantic import TypeAdapter
 
 import logphase
 from logphase import Engine, parse_file, parse_text
