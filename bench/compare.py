@@ -23,8 +23,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from logphase.engine import _PLAIN, Engine  # noqa: E402
-from logphase.lines import LineSplitter, LogicalLine, Run  # noqa: E402
+from logphase.pipeline.engine import _PLAIN, Engine  # noqa: E402
+from logphase.pipeline.lines import LineSplitter, LogicalLine, Run  # noqa: E402
 
 
 def report(data: bytes, collect: bool, block: int) -> dict[str, object]:

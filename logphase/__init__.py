@@ -1,20 +1,20 @@
 """logphase: which startup phase an SGLang server is in, how long each took, and why it failed."""
 
-from logphase.diagnosis import Cause
-from logphase.engine import Engine, parse_bytes, parse_file, parse_text
-from logphase.events import Event, EventBase
-from logphase.phases import Phase
-from logphase.report import SCHEMA_VERSION, Report
+from logphase.pipeline.diagnosis import Cause
+from logphase.pipeline.engine import Engine, parse_bytes, parse_file, parse_text
+from logphase.pipeline.events import Event, EventBase
+from logphase.pipeline.phases import Phase
+from logphase.pipeline.report import SCHEMA_VERSION, Report
 
 __version__ = "0.1.0"
 
 # The oracle is imported on first use: the command line should not pay for it on every start.
 _LAZY = {
-    "CheckResult": "logphase.oracle",
-    "Comparison": "logphase.oracle",
-    "Expectations": "logphase.oracle",
-    "check": "logphase.oracle",
-    "compare": "logphase.oracle",
+    "CheckResult": "logphase.faces.oracle",
+    "Comparison": "logphase.faces.oracle",
+    "Expectations": "logphase.faces.oracle",
+    "check": "logphase.faces.oracle",
+    "compare": "logphase.faces.oracle",
     "assert_startup": "logphase.testing",
 }
 

@@ -1,3 +1,3 @@
-from logphase.cli import entry_point
+from logphase.faces.cli import entry_point
 
 entry_point()

@@ -15,9 +15,9 @@ import threading
 import time
 from typing import Any, BinaryIO
 
-from logphase.engine import Engine
-from logphase.oracle import Expectations, check, describe_failure, load, render_check, summary
-from logphase.report import Report
+from logphase.faces.oracle import Expectations, check, describe_failure, load, render_check, summary
+from logphase.pipeline.engine import Engine
+from logphase.pipeline.report import Report
 
 __all__ = ["LogFollower", "StartupFailed", "assert_startup"]
 
@@ -45,7 +45,7 @@ def assert_startup(
     """Check a startup like ``logphase check`` does; return its report, or raise AssertionError.
 
     ``log_or_report``: a path (str without a newline, or os.PathLike) to a log or saved report,
-    a :class:`~logphase.report.Report`, or the log itself as text or bytes (text must contain a
+    a :class:`~logphase.pipeline.report.Report`, or the log itself as text or bytes (text must contain a
     newline). ``outcome`` defaults to "ready" ("failed" when ``cause`` is given; "any" skips it).
     ``max_durations`` maps phase names (or Phase) to seconds; ``baseline`` is a report or log
     whose phase durations must not grow beyond ``1 + tolerance`` times. Bad arguments (unknown
@@ -81,7 +81,7 @@ class LogFollower:
     """Follows a server log in a background thread while a test runs.
 
     The thread polls the file every ``poll_interval`` seconds (sleeping on an Event in between,
-    never spinning), feeds new bytes to a :class:`~logphase.engine.Engine` and publishes the
+    never spinning), feeds new bytes to a :class:`~logphase.pipeline.engine.Engine` and publishes the
     report. The file may not exist yet (the server has not started); a file replaced or
     truncated (a new server run) starts a fresh engine. A failure counts once the log has been
     quiet for ``settle`` seconds, so that the whole traceback is read before the cause is named.

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from logphase import Engine
-from logphase.report import Report
+from logphase.pipeline.report import Report
 
 
 def fed_in_chunks(engine: Engine, data: bytes, cuts: list[int] | None = None) -> Report:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from logphase import events as ev
-from logphase.classify import classify
-from logphase.prefix import split_envelope
+from logphase.pipeline import events as ev
+from logphase.pipeline.classify import classify
+from logphase.pipeline.envelope import split_envelope
 
 
 def event_of(line: str) -> ev.EventBase | None:

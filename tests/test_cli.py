@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from logphase.report import SCHEMA_VERSION
+from logphase.pipeline.report import SCHEMA_VERSION
 from tests.logs import kv_failure, tp2_startup
 
 
@@ -77,7 +77,7 @@ def test_bad_input_is_one_line_exit_2(tmp_path: Path, make, message: str) -> Non
 
 def test_unreadable_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     # CI runs as root, who can read a chmod 000 file; so the refusal is simulated in-process
-    from logphase import cli
+    from logphase.faces import cli
 
     path = tmp_path / "secret.log"
     path.write_text("x\n")

@@ -4,8 +4,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from logphase import Engine, parse_text
-from logphase.engine import parse_bytes
-from logphase.render import render_text
+from logphase.faces.text import render_text
+from logphase.pipeline.engine import parse_bytes
 from tests.logs import fed_in_chunks, kv_failure, tp2_startup
 
 

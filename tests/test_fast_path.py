@@ -6,8 +6,8 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from logphase.engine import _PLAIN, Engine
-from logphase.lines import LineSplitter, LogicalLine, Run
+from logphase.pipeline.engine import _PLAIN, Engine
+from logphase.pipeline.lines import LineSplitter, LogicalLine, Run
 from tests.logs import fed_in_chunks, kv_failure, tp2_startup
 
 STARTUP = tp2_startup().encode()

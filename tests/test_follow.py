@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from logphase.follow import Follower, FollowOptions
+from logphase.faces.follow import Follower, FollowOptions
 from tests.logs import kv_failure, tp2_startup
 
 DEADLINE = 30.0

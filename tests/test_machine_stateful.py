@@ -9,10 +9,10 @@ from datetime import datetime, timedelta
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from logphase import events as ev
-from logphase.machine import PhaseMachine
-from logphase.phases import PHASE_ORDER, Phase
-from logphase.report import LinesReport, build_report
+from logphase.pipeline import events as ev
+from logphase.pipeline.machine import PhaseMachine
+from logphase.pipeline.phases import PHASE_ORDER, Phase
+from logphase.pipeline.report import LinesReport, build_report
 
 RANKS = ("TP0", "TP1")
 BEGINS = {

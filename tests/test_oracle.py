@@ -18,9 +18,9 @@ import pytest
 from pydantic import TypeAdapter
 
 from logphase import Report, assert_startup, parse_text
-from logphase.cli import main
-from logphase.events import Event
-from logphase.oracle import Expectations, OracleError, check, compare, load, render_check
+from logphase.faces.cli import main
+from logphase.faces.oracle import Expectations, OracleError, check, compare, load, render_check
+from logphase.pipeline.events import Event
 from logphase.testing import LogFollower, StartupFailed
 from tests.conftest import fixture_logs
 from tests.logs import kv_failure, stamp, tp2_startup
@@ -511,7 +511,7 @@ def test_events_validate_against_the_schema(tmp_path: Path) -> None:
 def test_json_report_is_byte_identical(tmp_path: Path) -> None:
     paths = [str(p) for p in sample_logs(tmp_path)]
     # in another process each time, with other hash seeds: nothing may depend on set or dict order
-    script = "import sys\nfrom logphase.cli import main\nfor p in sys.argv[1:]:\n    main(['parse', p, '--json'])"
+    script = "import sys\nfrom logphase.faces.cli import main\nfor p in sys.argv[1:]:\n    main(['parse', p, '--json'])"
     outputs = {run_process("-c", script, *paths, env=dict(os.environ, PYTHONHASHSEED=seed)).stdout for seed in ("1", "2")}
     assert len(outputs) == 1
     together = outputs.pop()

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from logphase.phases import PHASE_ORDER, TRANSITIONS, Phase, Role, Transition, validate_table
+from logphase.pipeline.phases import PHASE_ORDER, TRANSITIONS, Phase, Role, Transition, validate_table
 
 
 def test_table_is_valid() -> None:

@@ -16,9 +16,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from logphase import Engine
-from logphase.lines import LineSplitter
-from logphase.phases import PHASE_ORDER
-from logphase.report import Report
+from logphase.pipeline.lines import LineSplitter
+from logphase.pipeline.phases import PHASE_ORDER
+from logphase.pipeline.report import Report
 from tests.conftest import fixture_logs
 from tests.logs import fed_in_chunks
 

@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 from logphase import parse_text
-from logphase.render import render_text
-from logphase.timeline import render_html
+from logphase.faces.text import render_text
+from logphase.faces.timeline import render_html
 from tests.conftest import FIXTURES
 from tests.logs import kv_failure, stamp, tp2_startup
 

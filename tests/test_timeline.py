@@ -14,9 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from logphase.engine import parse_file, parse_text
-from logphase.report import Report
-from logphase.timeline import (
+from logphase.faces.timeline import (
     MAX_RANK_ROWS,
     PHASE_COLORS,
     PLOT_W,
@@ -27,6 +25,8 @@ from logphase.timeline import (
     render_html,
     render_svg,
 )
+from logphase.pipeline.engine import parse_file, parse_text
+from logphase.pipeline.report import Report
 from tests.conftest import FIXTURES, fixture_logs
 
 SVG_NS = "{http://www.w3.org/2000/svg}"

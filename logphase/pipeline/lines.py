@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from operator import itemgetter
 from typing import NamedTuple
 
-from logphase.grammars import terminal_pattern
+from logphase.pipeline.grammars import terminal_pattern
 
 # Longest line handed to the later stages. Real SGLang lines reach ~250 kB (request dumps), so
 # this is about cost, not correctness: nothing downstream needs more than the head of a line.

@@ -9,9 +9,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from logphase.diagnosis import ECHO_PREFERENCE, Cause, Severity, hint
-from logphase.machine import PHASE_ORDER, Incident, PhaseMachine, Run, seconds_between
-from logphase.phases import Phase
+from logphase.pipeline.diagnosis import ECHO_PREFERENCE, Cause, Severity, hint
+from logphase.pipeline.machine import PHASE_ORDER, Incident, PhaseMachine, Run, seconds_between
+from logphase.pipeline.phases import Phase
 
 # 2: provenance (first/last line of phases and rank spans, time and rank of the failure and of each
 # consequence, structured warning values), unaccounted time between phases, new warning kinds

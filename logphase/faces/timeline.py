@@ -34,9 +34,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from logphase.phases import PHASE_ORDER, Phase
-from logphase.report import CONFIG_KEYS, LOW_CAPTURE_MEMORY_GB, PhaseReport, Report, UnaccountedReport, rank_sort_key
-from logphase.wording import plural
+from logphase.faces.wording import plural
+from logphase.pipeline.phases import PHASE_ORDER, Phase
+from logphase.pipeline.report import CONFIG_KEYS, LOW_CAPTURE_MEMORY_GB, PhaseReport, Report, UnaccountedReport, rank_sort_key
 
 # above this many ranks, rows are grouped (identical phases) or summarised (min / median / max)
 MAX_RANK_ROWS = 16

@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from logphase.cli import (
+from logphase.faces.cli import (
     OUTCOME_EXIT,
     InputError,
     add_color,
@@ -20,9 +20,9 @@ from logphase.cli import (
 )
 
 if TYPE_CHECKING:
-    from logphase.events import EventBase
-    from logphase.lines import LogicalLine
-    from logphase.report import Report
+    from logphase.pipeline.events import EventBase
+    from logphase.pipeline.lines import LogicalLine
+    from logphase.pipeline.report import Report
 
 NAME = "parse"
 HELP = "read a whole log and report"
@@ -40,7 +40,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import orjson
 
-    from logphase.engine import Engine
+    from logphase.pipeline.engine import Engine
 
     expect = parse_expect(args.expect)
     check_since(args.since)
@@ -81,7 +81,7 @@ def _print(report: Report, args: argparse.Namespace) -> int:
     if args.json:
         out.write(orjson.dumps(report.model_dump(mode="json"), option=orjson.OPT_INDENT_2) + b"\n")
     else:
-        from logphase.render import render_text, use_color
+        from logphase.faces.text import render_text, use_color
 
         out.write(render_text(report, use_color(sys.stdout, args.color)).encode())
     out.flush()

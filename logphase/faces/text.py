@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from typing import IO
 
-from logphase.report import PhaseReport, Report
-from logphase.wording import clip, first_line, fmt_duration, headline, plural
+from logphase.faces.wording import clip, first_line, fmt_duration, headline, plural
+from logphase.pipeline.report import PhaseReport, Report
 
 # ANSI SGR codes; used only on a terminal, and never with NO_COLOR set (https://no-color.org)
 _STYLES = {"ready": "1;32", "failed": "1;31", "starting": "1;33", "cause": "31", "warning": "33", "dim": "2", "bold": "1"}

@@ -16,13 +16,13 @@ from typing import Any, BinaryIO, Literal
 
 from pydantic import BaseModel, Field
 
-from logphase import events as ev
-from logphase.diagnosis import Cause
-from logphase.engine import BLOCK_SIZE, Engine
-from logphase.loading import NotAReport, saved_report
-from logphase.machine import PhaseMachine
-from logphase.phases import PHASE_ORDER, Phase
-from logphase.report import Outcome, PhaseReport, Report, normalize_expect, values_match
+from logphase.faces.loading import NotAReport, saved_report
+from logphase.pipeline import events as ev
+from logphase.pipeline.diagnosis import Cause
+from logphase.pipeline.engine import BLOCK_SIZE, Engine
+from logphase.pipeline.machine import PhaseMachine
+from logphase.pipeline.phases import PHASE_ORDER, Phase
+from logphase.pipeline.report import Outcome, PhaseReport, Report, normalize_expect, values_match
 
 DEFAULT_TOLERANCE = 0.2
 # SGLang stamps its lines to the second: a phase of 2 s that takes 3 s is rounding, not a

@@ -11,7 +11,7 @@ from typing import BinaryIO
 import orjson
 from pydantic import ValidationError
 
-from logphase.report import SCHEMA_VERSION, Report
+from logphase.pipeline.report import SCHEMA_VERSION, Report
 
 # version 2 only added fields, all with defaults: a saved version-1 report reads as a version 2
 READABLE_SCHEMAS = (1, SCHEMA_VERSION)

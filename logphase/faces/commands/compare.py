@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from logphase.cli import EXIT_FAILED, EXIT_READY, InputError
+from logphase.faces.cli import EXIT_FAILED, EXIT_READY, InputError
 
 NAME = "compare"
 HELP = "compare two startups phase by phase; exit 1 on a regression"
@@ -31,8 +31,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import orjson
 
-    from logphase.commands.check import load_input
-    from logphase.oracle import DEFAULT_SLACK_S, DEFAULT_TOLERANCE, OracleError, compare, parse_number, render_comparison
+    from logphase.faces.commands.check import load_input
+    from logphase.faces.oracle import DEFAULT_SLACK_S, DEFAULT_TOLERANCE, OracleError, compare, parse_number, render_comparison
 
     try:
         tolerance = parse_number(args.tolerance, "--tolerance") if args.tolerance is not None else DEFAULT_TOLERANCE

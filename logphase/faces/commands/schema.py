@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from logphase.cli import EXIT_READY
+from logphase.faces.cli import EXIT_READY
 
 NAME = "schema"
 HELP = "print the JSON schema of the report, the events and the follow records"
@@ -19,9 +19,9 @@ def run(args: argparse.Namespace) -> int:
     import orjson
     from pydantic import TypeAdapter
 
-    from logphase.events import Event
-    from logphase.follow_records import FOLLOW_RECORD_ADAPTER
-    from logphase.report import Report
+    from logphase.faces.follow_records import FOLLOW_RECORD_ADAPTER
+    from logphase.pipeline.events import Event
+    from logphase.pipeline.report import Report
 
     schema = {
         "report": Report.model_json_schema(),

@@ -3,7 +3,7 @@ one headline, one way to write a duration, one way to shorten a message."""
 
 from __future__ import annotations
 
-from logphase.report import PhaseReport, Report
+from logphase.pipeline.report import PhaseReport, Report
 
 ELLIPSIS = "…"
 

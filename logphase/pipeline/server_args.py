@@ -8,7 +8,7 @@ from typing import Any, Literal
 from lark import Token, Transformer
 from lark.exceptions import LarkError
 
-from logphase.grammars import parser
+from logphase.pipeline.grammars import parser
 
 ArgsFormat = Literal["call", "dict", "unparsed"]
 

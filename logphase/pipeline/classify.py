@@ -11,10 +11,10 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from logphase import events as ev
-from logphase.grammars import Parsed, parse, terminal_pattern
-from logphase.prefix import Envelope
-from logphase.values import clean, gigabytes, int_list, integer, number
+from logphase.pipeline import events as ev
+from logphase.pipeline.envelope import Envelope
+from logphase.pipeline.grammars import Parsed, parse, terminal_pattern
+from logphase.pipeline.values import clean, gigabytes, int_list, integer, number
 
 # Lines longer than this never reach Lark: the field regexes are linear per field, but quadratic
 # on a pathological line with many separators and no '='.
@@ -244,7 +244,7 @@ def _rest(p: Parsed) -> str:
 
 
 def _server_args(text: str, meta: Meta) -> ev.EventBase:
-    from logphase.server_args import parse_server_args
+    from logphase.pipeline.server_args import parse_server_args
 
     args, fmt = parse_server_args(text[len("server_args=") :])
     return ev.ServerArgs(args=args, args_format=fmt, **_meta(meta))

@@ -16,11 +16,11 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, BinaryIO
 
 if TYPE_CHECKING:
-    from logphase.engine import Engine
-    from logphase.events import EventBase
-    from logphase.report import Report
+    from logphase.pipeline.engine import Engine
+    from logphase.pipeline.events import EventBase
+    from logphase.pipeline.report import Report
 
-from logphase.exit_codes import (  # noqa: F401 - re-exported for the command modules
+from logphase.faces.exit_codes import (  # noqa: F401 - re-exported for the command modules
     EXIT_FAILED,
     EXIT_INTERRUPTED,
     EXIT_READY,
@@ -38,7 +38,7 @@ class InputError(Exception):
 
 
 def parse_expect(items: Sequence[str]) -> dict[str, str]:
-    from logphase.report import normalize_expect
+    from logphase.pipeline.report import normalize_expect
 
     pairs: dict[str, str] = {}
     for item in items:
@@ -73,7 +73,7 @@ def add_color(p: argparse.ArgumentParser) -> None:
 def check_since(value: str | None) -> None:
     if value is None:
         return
-    from logphase.engine import normalize_time
+    from logphase.pipeline.engine import normalize_time
 
     try:
         normalize_time(value)
@@ -104,9 +104,9 @@ def open_input(name: str) -> tuple[BinaryIO, str]:
 
 
 def read_head(handle: BinaryIO, source: str) -> tuple[Report | None, bytes]:
-    """The first block of the input, or the saved report the input is (see logphase.loading)."""
-    from logphase.engine import BLOCK_SIZE
-    from logphase.loading import NotAReport, saved_report
+    """The first block of the input, or the saved report the input is (see logphase.faces.loading)."""
+    from logphase.faces.loading import NotAReport, saved_report
+    from logphase.pipeline.engine import BLOCK_SIZE
 
     try:
         first = handle.read(BLOCK_SIZE)
@@ -129,7 +129,7 @@ def feed_all(
 ) -> None:
     """Feed a whole input (``head``, already read from it, first) to the engine in large blocks,
     finish it and close the input; a read error is an InputError."""
-    from logphase.engine import BLOCK_SIZE
+    from logphase.pipeline.engine import BLOCK_SIZE
 
     try:
         if head:
@@ -167,7 +167,7 @@ def _build_parser() -> tuple[argparse.ArgumentParser, dict[str, object]]:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     modules: dict[str, object] = {}
     for name in COMMANDS:
-        module = importlib.import_module(f"logphase.commands.{name}")
+        module = importlib.import_module(f"logphase.faces.commands.{name}")
         p = sub.add_parser(module.NAME, help=module.HELP, description=module.__doc__)
         module.add_arguments(p)
         modules[module.NAME] = module

@@ -12,13 +12,13 @@ import copy
 import os
 from collections.abc import Callable, Mapping
 
-from logphase import events as ev
-from logphase.classify import PLAIN_LINES, PLAIN_RUN, classify, foreign_source
-from logphase.lines import LineSplitter, LogicalLine, Run, RunPatterns
-from logphase.machine import PhaseMachine
-from logphase.prefix import Envelope, split_envelope
-from logphase.records import RecordAssembler, opens_record
-from logphase.report import LinesReport, Report, build_report, normalize_expect
+from logphase.pipeline import events as ev
+from logphase.pipeline.classify import PLAIN_LINES, PLAIN_RUN, classify, foreign_source
+from logphase.pipeline.envelope import Envelope, split_envelope
+from logphase.pipeline.lines import LineSplitter, LogicalLine, Run, RunPatterns
+from logphase.pipeline.machine import PhaseMachine
+from logphase.pipeline.records import RecordAssembler, opens_record
+from logphase.pipeline.report import LinesReport, Report, build_report, normalize_expect
 
 # Raw text kept on an event; the rest of a long line is reachable through its line number.
 MAX_RAW_CHARS = 2000

@@ -16,8 +16,8 @@ GRAMMAR_SOURCES = ("prefix", "sglang", "gloo", "nccl", "torch", "traceback", "tq
 
 
 def grammar_dir() -> Path:
-    here = Path(__file__).resolve().parent
-    for candidate in (here / "grammars", here.parent / "grammars"):
+    package = Path(__file__).resolve().parent.parent
+    for candidate in (package / "grammars", package.parent / "grammars"):
         if (candidate / "common.lark").is_file():
             return candidate
     raise FileNotFoundError("logphase grammars not found next to the package")

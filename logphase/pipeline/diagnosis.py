@@ -6,8 +6,8 @@ import re
 from enum import Enum
 from typing import Any, NamedTuple
 
-from logphase import events as ev
-from logphase.phases import Phase
+from logphase.pipeline import events as ev
+from logphase.pipeline.phases import Phase
 
 
 class Cause(str, Enum):

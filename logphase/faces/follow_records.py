@@ -10,8 +10,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from logphase.phases import Phase
-from logphase.report import FailureReport, Outcome, Report, WarningReport
+from logphase.pipeline.phases import Phase
+from logphase.pipeline.report import FailureReport, Outcome, Report, WarningReport
 
 KIND = (
     "the record kind: phase, failure, warning, outcome, stall, run, stale, truncated, rotated, waiting, draining, "

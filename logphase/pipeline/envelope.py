@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from logphase.grammars import terminal_pattern
+from logphase.pipeline.grammars import terminal_pattern
 
 
 class Envelope(NamedTuple):

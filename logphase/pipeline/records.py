@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from logphase import events as ev
-from logphase.grammars import parse
-from logphase.prefix import Envelope
+from logphase.pipeline import events as ev
+from logphase.pipeline.envelope import Envelope
+from logphase.pipeline.grammars import parse
 
 # An exception message may run over several lines ("Possible solutions:", torchrun's failure
 # report); beyond this many lines the record is closed and what follows is read on its own.

@@ -15,13 +15,13 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from logphase.cli import InputError, add_color, add_expect_since, check_since, parse_expect
-from logphase.exit_codes import EXIT_INTERRUPTED, EXIT_TIMEOUT, OUTCOME_EXIT
-from logphase.follow_records import FailureRecord
-from logphase.phases import Phase
+from logphase.faces.cli import InputError, add_color, add_expect_since, check_since, parse_expect
+from logphase.faces.exit_codes import EXIT_INTERRUPTED, EXIT_TIMEOUT, OUTCOME_EXIT
+from logphase.faces.follow_records import FailureRecord
+from logphase.pipeline.phases import Phase
 
 if TYPE_CHECKING:
-    from logphase.follow_records import FollowRecord
+    from logphase.faces.follow_records import FollowRecord
 
 NAME = "follow"
 HELP = "follow a log live; stop when ready, failed or at --until"
@@ -61,9 +61,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import orjson
 
-    from logphase.follow import Follower, FollowOptions, follow_file, follow_stream
-    from logphase.follow_records import SummaryRecord, TimeoutRecord
-    from logphase.render import render_text, use_color
+    from logphase.faces.follow import Follower, FollowOptions, follow_file, follow_stream
+    from logphase.faces.follow_records import SummaryRecord, TimeoutRecord
+    from logphase.faces.text import render_text, use_color
 
     check_since(args.since)
     if args.timeout is not None and args.timeout <= 0:

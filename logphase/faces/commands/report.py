@@ -7,7 +7,16 @@ from __future__ import annotations
 import argparse
 import sys
 
-from logphase.cli import OUTCOME_EXIT, InputError, add_expect_since, check_since, feed_all, open_input, parse_expect, read_head
+from logphase.faces.cli import (
+    OUTCOME_EXIT,
+    InputError,
+    add_expect_since,
+    check_since,
+    feed_all,
+    open_input,
+    parse_expect,
+    read_head,
+)
 
 NAME = "report"
 HELP = "draw the startup timeline as a self-contained HTML page (and SVG)"
@@ -24,8 +33,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from logphase.engine import Engine
-    from logphase.timeline import headline, render_html, render_svg
+    from logphase.faces.timeline import headline, render_html, render_svg
+    from logphase.pipeline.engine import Engine
 
     expect = parse_expect(args.expect)
     check_since(args.since)

@@ -15,9 +15,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
-from logphase.engine import Engine
-from logphase.exit_codes import EXIT_STARTING, OUTCOME_EXIT
-from logphase.follow_records import (
+from logphase.faces.exit_codes import EXIT_STARTING, OUTCOME_EXIT
+from logphase.faces.follow_records import (
     DrainingRecord,
     FailureRecord,
     FollowRecord,
@@ -33,11 +32,12 @@ from logphase.follow_records import (
     WaitingRecord,
     WarningRecord,
 )
-from logphase.machine import seconds_between
-from logphase.phases import PHASE_ORDER, Phase
-from logphase.render import first_line, headline
-from logphase.report import Report
-from logphase.watch import ChangeWaiter
+from logphase.faces.text import first_line, headline
+from logphase.faces.watch import ChangeWaiter
+from logphase.pipeline.engine import Engine
+from logphase.pipeline.machine import seconds_between
+from logphase.pipeline.phases import PHASE_ORDER, Phase
+from logphase.pipeline.report import Report
 
 # How long silence is normal, per phase, before a stall is reported (seconds). Weight loading of a
 # large model and CUDA graph capture legitimately take many minutes with few or no log lines.

@@ -13,9 +13,9 @@ from datetime import datetime
 from operator import itemgetter
 from typing import Any
 
-from logphase import events as ev
-from logphase.diagnosis import Assessment, Severity, assess
-from logphase.phases import PHASE_ORDER, SCHEDULER_KINDS, TRANSITIONS, Phase, Role, Transition, transition_key
+from logphase.pipeline import events as ev
+from logphase.pipeline.diagnosis import Assessment, Severity, assess
+from logphase.pipeline.phases import PHASE_ORDER, SCHEDULER_KINDS, TRANSITIONS, Phase, Role, Transition, transition_key
 
 # A timestamp this far behind the latest one seen means another run's lines, not interleaving.
 CLOCK_JUMP_BACK_S = 120.0

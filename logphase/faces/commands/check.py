@@ -10,15 +10,15 @@ from __future__ import annotations
 import argparse
 import sys
 
-from logphase.cli import EXIT_FAILED, EXIT_READY, InputError, check_since, open_input, parse_expect
+from logphase.faces.cli import EXIT_FAILED, EXIT_READY, InputError, check_since, open_input, parse_expect
 
 NAME = "check"
 HELP = "check a log against expectations (outcome, cause, durations, settings, memory, baseline)"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from logphase.diagnosis import Cause
-    from logphase.phases import PHASE_ORDER
+    from logphase.pipeline.diagnosis import Cause
+    from logphase.pipeline.phases import PHASE_ORDER
 
     p.add_argument("file", metavar="LOG", help="log file, a saved `parse --json` report, or - for standard input")
     p.add_argument(
@@ -59,7 +59,7 @@ def load_input(name: str, since: str | None = None):  # type: ignore[no-untyped-
     """A log or saved report by name (- for stdin); every problem is an InputError."""
     import sys as _sys
 
-    from logphase.oracle import OracleError, load_stream
+    from logphase.faces.oracle import OracleError, load_stream
 
     handle, source = open_input(name)
     try:
@@ -76,7 +76,7 @@ def load_input(name: str, since: str | None = None):  # type: ignore[no-untyped-
 def run(args: argparse.Namespace) -> int:
     import orjson
 
-    from logphase.oracle import Expectations, OracleError, check, parse_max, render_check
+    from logphase.faces.oracle import Expectations, OracleError, check, parse_max, render_check
 
     if args.baseline is None and (args.tolerance is not None or args.slack is not None):
         raise InputError("--tolerance and --slack apply to --baseline, which is missing")
