@@ -1,15 +1,36 @@
-"""logphase: which startup phase an SGLang server is in, how long each took, and why it failed."""
+"""logphase: which startup phase an SGLang server is in, how long each took, and why it failed.
 
-from logphase.pipeline.diagnosis import Cause
-from logphase.pipeline.engine import Engine, parse_bytes, parse_file, parse_text
-from logphase.pipeline.events import Event, EventBase
-from logphase.pipeline.phases import Phase
-from logphase.pipeline.report import SCHEMA_VERSION, Report
+The public API. Names are imported on first use, so that ``import logphase`` (and ``logphase
+--help``) does not build the grammars' parsers.
+
+    report = logphase.parse_file("server.log", expect={"mem_fraction_static": 0.88})
+    print(report.outcome, report.phase, report.failure and report.failure.cause)
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 
-# The oracle is imported on first use: the command line should not pay for it on every start.
+# public name -> the module that defines it
 _LAZY = {
+    "Engine": "logphase.pipeline.engine",
+    "parse_bytes": "logphase.pipeline.engine",
+    "parse_file": "logphase.pipeline.engine",
+    "parse_text": "logphase.pipeline.engine",
+    "Event": "logphase.pipeline.events",
+    "EventBase": "logphase.pipeline.events",
+    "Phase": "logphase.pipeline.phases",
+    "Cause": "logphase.pipeline.diagnosis",
+    "Report": "logphase.pipeline.report",
+    "SCHEMA_VERSION": "logphase.pipeline.report",
+    "FollowOptions": "logphase.faces.follow",
+    "Follower": "logphase.faces.follow",
+    "follow_file": "logphase.faces.follow",
+    "follow_stream": "logphase.faces.follow",
+    "FollowRecord": "logphase.faces.follow_records",
     "CheckResult": "logphase.faces.oracle",
     "Comparison": "logphase.faces.oracle",
     "Expectations": "logphase.faces.oracle",
@@ -18,13 +39,29 @@ _LAZY = {
     "assert_startup": "logphase.testing",
 }
 
+if TYPE_CHECKING:
+    from logphase.faces.follow import Follower, FollowOptions, follow_file, follow_stream
+    from logphase.faces.follow_records import FollowRecord
+    from logphase.faces.oracle import CheckResult, Comparison, Expectations, check, compare
+    from logphase.pipeline.diagnosis import Cause
+    from logphase.pipeline.engine import Engine, parse_bytes, parse_file, parse_text
+    from logphase.pipeline.events import Event, EventBase
+    from logphase.pipeline.phases import Phase
+    from logphase.pipeline.report import SCHEMA_VERSION, Report
+    from logphase.testing import assert_startup
+
 
 def __getattr__(name: str) -> object:
-    if name in _LAZY:
-        import importlib
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'logphase' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # the next lookup is a plain attribute
+    return value
 
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'logphase' has no attribute {name!r}")
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
 
 
 __all__ = [
@@ -36,12 +73,17 @@ __all__ = [
     "Event",
     "EventBase",
     "Expectations",
+    "FollowOptions",
+    "FollowRecord",
+    "Follower",
     "Phase",
     "Report",
     "__version__",
     "assert_startup",
     "check",
     "compare",
+    "follow_file",
+    "follow_stream",
     "parse_bytes",
     "parse_file",
     "parse_text",

@@ -7,20 +7,12 @@ import pytest
 from logphase.pipeline import events as ev
 from logphase.pipeline.classify import classify
 from logphase.pipeline.envelope import split_envelope
+from logphase.pipeline.messages import LineInfo
 
 
 def event_of(line: str) -> ev.EventBase | None:
     env = split_envelope(line)
-    meta = {
-        "line": 1,
-        "offset": 0,
-        "raw": line,
-        "ts": env.ts,
-        "ts_inherited": False,
-        "rank": env.rank,
-        "raw_message": env.message,
-    }
-    return classify(env, meta)
+    return classify(env, LineInfo(line=1, offset=0, raw=line, ts=env.ts, ts_inherited=False, rank=env.rank))
 
 
 P = "[2026-05-09 09:20:26 TP0] "

@@ -100,7 +100,7 @@ def test_py_typed_ships_with_the_package() -> None:
 
 
 def test_server_args_with_invalid_escapes_raise_no_warning() -> None:
-    dump = r"ServerArgs(model_path='/m', tool_call_parser='\d+\]', chat_template='a\nb', x=1)"
+    dump = r"server_args=ServerArgs(model_path='/m', tool_call_parser='\d+\]', chat_template='a\nb', x=1)"
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         args, fmt = parse_server_args(dump)

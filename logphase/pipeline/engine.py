@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 from collections.abc import Callable, Mapping
 
 from logphase.pipeline import events as ev
-from logphase.pipeline.classify import PLAIN_LINES, PLAIN_RUN, classify, foreign_source
+from logphase.pipeline.classify import classify, foreign_source
 from logphase.pipeline.envelope import Envelope, split_envelope
+from logphase.pipeline.grammars import terminal_pattern
 from logphase.pipeline.lines import LineSplitter, LogicalLine, Run, RunPatterns
 from logphase.pipeline.machine import PhaseMachine
+from logphase.pipeline.messages import LineInfo
+from logphase.pipeline.plain import PLAIN_LINES, PLAIN_RUN
 from logphase.pipeline.records import RecordAssembler, opens_record
 from logphase.pipeline.report import LinesReport, Report, build_report, normalize_expect
 
@@ -26,7 +30,9 @@ KEEP_UNRECOGNIZED = 200
 # "file.py:12: UserWarning: text" is followed by the indented source line (sometimes two)
 WARNING_TAIL_LINES = 2
 _PLAIN = RunPatterns(PLAIN_LINES, PLAIN_RUN)
+# a traceback header inside a run of plain lines: the run takes the long way (traceback.lark's TRACEBACK)
 _TRACEBACK_BYTES = b"Traceback (most recent call last):"
+assert re.fullmatch(terminal_pattern("traceback", "TRACEBACK"), _TRACEBACK_BYTES.decode())
 _DIGITS_TO_0 = bytes.maketrans(b"123456789", b"000000000")
 _STAMP_SHAPE = b"0000-00-00 00:00:00"  # what PLAIN_LINE's 19-byte timestamps must look like
 
@@ -103,11 +109,11 @@ class Engine:
 
     def has_open_records(self) -> bool:
         """True while a traceback (or another multi-line record) is still being read."""
-        return bool(self._records.open)
+        return self._records.has_open()
 
     def open_records_complete(self) -> bool:
         """True when every open traceback has reached its exception line."""
-        return all(r.exceptions or r.fatal_message is not None for r in self._records.open.values())
+        return self._records.all_complete()
 
     def report(self, expect: Mapping[str, object] | None = None, include_open: bool = True, run: int | None = None) -> Report:
         """The report now, on the last run or on run ``run`` (1-based; ValueError if absent).
@@ -170,16 +176,15 @@ class Engine:
         i = 0
         line_i, pos = 0, 1  # data[pos:] starts with line number line_i of the run
         while i < n:
-            if self._machine.run.ready_line is None and data.find(b"INFO:", pos) >= 0:
+            if not self._machine.ready and data.find(b"INFO:", pos) >= 0:
                 # before ready an access line may be warmup evidence: the rest line by line
                 while line_i < i:
                     pos = data.index(b"\n", pos) + 1
                     line_i += 1
                 self._run_lines(data, lineno + i, offset + pos - 1, pos, out)
                 return
-            record = self._records.open.get(None)
             taken = 0
-            if record is None or record.state == "frames":  # else the line closes the open traceback
+            if self._records.takes_plain_lines():  # else the line closes the open traceback
                 taken = self._machine.feed_plain(stamps[i:] if i else stamps, lineno + i)
             if taken:
                 self._counts["events"] += taken
@@ -227,8 +232,7 @@ class Engine:
             self._counts["ignored"] += 1
             return
         if line.partial:
-            meta = self._meta(line, env)
-            event = classify(env, meta)
+            event = classify(env, self._info(line, env))
             if isinstance(event, ev.ProgressBar):
                 self._emit(event, out)
                 self._counts["events"] += 1
@@ -249,15 +253,15 @@ class Engine:
         if consumed:
             self._counts["events"] += 1
             return
-        meta = self._meta(line, env)
-        record = opens_record(env, {k: v for k, v in meta.items() if k != "raw_message"})
+        info = self._info(line, env)
+        record = opens_record(env, info)
         if record is not None:
             record.last_line = line.lineno
             for event in self._records.start(env.torch_rank, record):
                 self._emit(event, out)
             self._counts["events"] += 1
             return
-        event = classify(env, meta)
+        event = classify(env, info)
         if event is None:
             self._counts["unrecognized"] += 1
             if len(self.unrecognized_sample) < KEEP_UNRECOGNIZED:
@@ -270,17 +274,16 @@ class Engine:
             self._warning_tail = WARNING_TAIL_LINES
         self._emit(event, out)
 
-    def _meta(self, line: LogicalLine, env: Envelope) -> dict[str, object]:
+    def _info(self, line: LogicalLine, env: Envelope) -> LineInfo:
         ts = env.ts
-        return {
-            "line": line.lineno,
-            "offset": line.offset,
-            "raw": line.text[:MAX_RAW_CHARS],
-            "ts": ts if ts is not None else self._last_ts,
-            "ts_inherited": ts is None and self._last_ts is not None,
-            "rank": env.rank,
-            "raw_message": env.message,
-        }
+        return LineInfo(
+            line=line.lineno,
+            offset=line.offset,
+            raw=line.text[:MAX_RAW_CHARS],
+            ts=ts if ts is not None else self._last_ts,
+            ts_inherited=ts is None and self._last_ts is not None,
+            rank=env.rank,
+        )
 
     def _emit(self, event: ev.EventBase, out: list[ev.EventBase]) -> None:
         self._machine.feed(event)

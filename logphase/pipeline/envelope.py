@@ -20,11 +20,11 @@ class Envelope(NamedTuple):
 
 
 def _compile() -> tuple[re.Pattern[str], re.Pattern[str]]:
-    timestamp = terminal_pattern("prefix", "TIMESTAMP")
-    rank_tag = terminal_pattern("prefix", "RANK_TAG")
-    ray = terminal_pattern("prefix", "RAY_ACTOR")
-    torch_rank = terminal_pattern("prefix", "TORCH_RANK")
-    source = terminal_pattern("prefix", "LOG_SOURCE")
+    timestamp = terminal_pattern("envelope", "TIMESTAMP")
+    rank_tag = terminal_pattern("envelope", "RANK_TAG")
+    ray = terminal_pattern("envelope", "RAY_ACTOR")
+    torch_rank = terminal_pattern("envelope", "TORCH_RANK")
+    source = terminal_pattern("envelope", "LOG_SOURCE")
     sglang = re.compile(rf"(?:{ray})?\[(?P<ts>{timestamp})(?P<tags>(?: (?:{rank_tag}))*)\](?:{source})? ?(?P<msg>.*)", re.DOTALL)
     return sglang, re.compile(rf"{torch_rank} ?")
 

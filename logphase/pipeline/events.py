@@ -33,6 +33,9 @@ class EventBase(BaseModel):
     ts_inherited: bool = Field(default=False, description="true when ts came from an earlier line")
     rank: str | None = Field(default=None, description="rank tags as printed: 'TP0', 'DP0 TP1 EP1', 'rank0'")
     end_line: int | None = Field(default=None, description="last line of a multi-line record")
+    rule: str | None = Field(
+        default=None, description="the grammar rule (message) that recognised the line; null for multi-line records"
+    )
 
 
 # --- SGLang launch and configuration --------------------------------------------------------------

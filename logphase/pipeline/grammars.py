@@ -1,4 +1,8 @@
-"""Loading the Lark grammars in ``grammars/``: one parser per log source, built once, on demand.
+"""The Lark grammars in ``grammars/``: one LALR parser per log source, built once, on demand.
+
+The grammars are the one definition of message syntax. Besides parsing, this module hands out
+their terminals (for the per-line tests compiled from them) and the terminals each message can
+start with (for the dispatch that picks the grammar a line can belong to).
 
 The grammars travel inside the wheel as ``logphase/grammars/*.lark``; in a source checkout they
 are read from the top-level ``grammars/`` folder.
@@ -11,8 +15,9 @@ from pathlib import Path
 
 from lark import Lark, Token, Transformer, Tree
 from lark.exceptions import LarkError
+from lark.grammar import NonTerminal, Terminal
 
-GRAMMAR_SOURCES = ("prefix", "sglang", "gloo", "nccl", "torch", "traceback", "tqdm", "http", "server_args")
+GRAMMAR_SOURCES = ("envelope", "sglang", "gloo", "nccl", "torch", "traceback", "tqdm", "http", "process", "server_args")
 
 
 def grammar_dir() -> Path:
@@ -36,34 +41,103 @@ def parser(source: str) -> Lark:
 
 
 def terminal_pattern(source: str, name: str) -> str:
-    """The regular expression a grammar gives a terminal, for hot-path tests built from it."""
-    return parser(source).get_terminal(name).pattern.to_regexp()
+    """The regular expression a grammar gives a terminal, for per-line tests built from it."""
+    return str(parser(source).get_terminal(name).pattern.to_regexp())
+
+
+def message_rules(source: str) -> list[str]:
+    """The messages of a grammar: the alternatives of its ``start`` rule, in order."""
+    seen: list[str] = []
+    for rule in parser(source).rules:
+        if rule.origin.name == "start":
+            for symbol in rule.expansion:
+                if isinstance(symbol, NonTerminal) and symbol.name not in seen:
+                    seen.append(str(symbol.name))
+    return seen
+
+
+def defined_rules(source: str) -> set[str]:
+    """Every rule a grammar defines (inlined ``_rules`` included)."""
+    return {str(rule.origin.name) for rule in parser(source).rules}
+
+
+def used_rules(source: str) -> set[str]:
+    """Every rule reachable from ``start``."""
+    by_origin: dict[str, list[list[object]]] = {}
+    for rule in parser(source).rules:
+        by_origin.setdefault(str(rule.origin.name), []).append(list(rule.expansion))
+    reached, todo = {"start"}, ["start"]
+    while todo:
+        for expansion in by_origin.get(todo.pop(), []):
+            for symbol in expansion:
+                if isinstance(symbol, NonTerminal) and str(symbol.name) not in reached:
+                    reached.add(str(symbol.name))
+                    todo.append(str(symbol.name))
+    return reached
+
+
+def first_terminals(source: str, rule: str) -> list[str]:
+    """Names of the terminals a rule's text can begin with (through sub-rules and options)."""
+    grammar = parser(source)
+    by_origin: dict[str, list[list[object]]] = {}
+    for r in grammar.rules:
+        by_origin.setdefault(str(r.origin.name), []).append(list(r.expansion))
+    found: list[str] = []
+    seen: set[str] = set()
+
+    def walk(name: str) -> None:
+        if name in seen:
+            return
+        seen.add(name)
+        for expansion in by_origin.get(name, []):
+            if not expansion:
+                continue
+            first = expansion[0]
+            if isinstance(first, Terminal):
+                if first.name not in found:
+                    found.append(str(first.name))
+            elif isinstance(first, NonTerminal):
+                walk(str(first.name))
+
+    walk(rule)
+    return found
 
 
 class Parsed:
-    """A grammar match flattened for the event layer: the rule that matched, its tokens and fields."""
+    """A grammar match flattened for the event layer: the rule that matched, its tokens by terminal
+    name, its ``key=value`` fields, and the values of its named sub-rules (``requested: INT``)."""
 
-    __slots__ = ("children", "fields", "rule", "tokens")
+    __slots__ = ("children", "fields", "rule", "tokens", "values")
 
     def __init__(self, rule: str) -> None:
         self.rule = rule
         self.tokens: dict[str, list[str]] = {}
         self.fields: dict[str, str] = {}
+        self.values: dict[str, list[str]] = {}
         self.children: list[Parsed] = []
 
     def first(self, token_type: str, default: str | None = None) -> str | None:
         values = self.tokens.get(token_type)
         return values[0] if values else default
 
-    def all(self, token_type: str) -> list[str]:
-        return self.tokens.get(token_type, [])
+    def value(self, name: str) -> str | None:
+        """The text of the named sub-rule ``name`` (its tokens joined), or None when absent."""
+        parts = self.values.get(name)
+        return "".join(parts) if parts else None
+
+    def items(self, name: str) -> list[str]:
+        """The tokens of the named sub-rule ``name``, one by one (``missing: [INT ("," INT)*]``)."""
+        return self.values.get(name, [])
+
+    def child(self, rule: str) -> Parsed | None:
+        return next((c for c in self.children if c.rule == rule), None)
 
 
 class _Flatten(Transformer[Token, Parsed]):
     """Turns any parse tree into nested :class:`Parsed` records without knowing the grammar."""
 
     def __default__(self, data: str, children: list[object], meta: object) -> Parsed:
-        node = Parsed(data)
+        node = Parsed(str(data))
         for child in children:
             if isinstance(child, Token):
                 node.tokens.setdefault(child.type, []).append(str(child))
@@ -73,8 +147,13 @@ class _Flatten(Transformer[Token, Parsed]):
                     value = child.first("FIELD_VALUE")
                     if key is not None and value is not None:
                         node.fields.setdefault(key.strip(), value.strip())
-                else:
-                    node.children.append(child)
+                    continue
+                if not child.children and not child.fields and child.tokens:
+                    # a named sub-rule of tokens only: a value the builders read by its name
+                    node.values.setdefault(child.rule, [t for ts in child.tokens.values() for t in ts])
+                for name, value in child.values.items():
+                    node.values.setdefault(name, value)  # values of nested sub-rules, by name too
+                node.children.append(child)
         return node
 
 

@@ -26,7 +26,7 @@ _ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 
 def _glued_prefix_pattern() -> re.Pattern[bytes]:
     # The timestamp syntax comes from grammars/common.lark so that there is one definition of it.
-    timestamp = terminal_pattern("prefix", "TIMESTAMP")
+    timestamp = terminal_pattern("envelope", "TIMESTAMP")
     return re.compile(rb"\[" + timestamp.encode() + rb"[ \]]")
 
 

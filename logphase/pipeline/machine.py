@@ -15,11 +15,11 @@ from typing import Any
 
 from logphase.pipeline import events as ev
 from logphase.pipeline.diagnosis import Assessment, Severity, assess
-from logphase.pipeline.phases import PHASE_ORDER, SCHEDULER_KINDS, TRANSITIONS, Phase, Role, Transition, transition_key
+from logphase.pipeline.messages import SCHEDULER_RULES, evidence_of
+from logphase.pipeline.phases import PHASE_ORDER, Phase, Role, Transition
 
 # A timestamp this far behind the latest one seen means another run's lines, not interleaving.
 CLOCK_JUMP_BACK_S = 120.0
-_WARMUP_PATHS = ("/model_info", "/get_model_info", "/generate", "/encode", "/v1/chat/completions", "/health")
 
 
 def seconds_between(a: str | None, b: str | None) -> float | None:
@@ -174,6 +174,12 @@ class PhaseMachine:
     def run(self) -> Run:
         return self.runs[-1]
 
+    @property
+    def ready(self) -> bool:
+        """Whether the current run has reached ready: from then on batch and access lines only
+        move the clock."""
+        return self.run.ready_line is not None
+
     def _new_run(self, line: int) -> Run:
         run = Run(index=len(self.runs) + 1, start_line=line)
         self.runs.append(run)
@@ -185,7 +191,7 @@ class PhaseMachine:
             # a multi-line record that began before this run started and closed only now
             # (its lines interleaved with the next run's first ones): it belongs where it began
             earlier = next(r for r in reversed(self.runs) if r.start_line <= event.line)
-            self._fold(earlier, event, TRANSITIONS.get(transition_key(event.kind, _detail(event, earlier))))
+            self._fold(earlier, event, evidence_of(event))
             return
         ts = event.ts
         if ts is not None and not event.ts_inherited:
@@ -206,7 +212,7 @@ class PhaseMachine:
         ):
             run = self._new_run(event.line)
             later = True
-        transition = TRANSITIONS.get(transition_key(kind, _detail(event, run)))
+        transition = evidence_of(event)
         if transition is not None and transition.role is Role.BEGIN and run.finished and later:
             track = self._track_key(event, transition)
             current = run.tracks.get(track)
@@ -304,7 +310,7 @@ class PhaseMachine:
 
     @staticmethod
     def _default_rank(event: ev.EventBase) -> str | None:
-        return event.rank if event.rank is not None else ("TP0" if event.kind in SCHEDULER_KINDS else None)
+        return event.rank if event.rank is not None else ("TP0" if (event.rule or event.kind) in SCHEDULER_RULES else None)
 
     def _track_key(self, event: ev.EventBase, transition: Transition) -> str | None:
         if transition.server_level:
@@ -445,25 +451,6 @@ def _reading(run: Run, rank: str, boundary: str, gb: float, line: int, latest: b
     if latest or boundary not in readings:
         readings[boundary] = gb
         run.memory_lines.setdefault(rank, {})[boundary] = line
-
-
-def _detail(event: ev.EventBase, run: Run) -> str | None:
-    if isinstance(event, ev.ProgressBar):
-        desc = event.desc
-        if "shards" in desc or "checkpoint" in desc:
-            return "weights"
-        if desc.startswith(("Capturing", "Compiling num tokens")):
-            return "capture"
-        return "other"
-    if isinstance(event, ev.HttpServer):
-        return (
-            "startup"
-            if event.state in ("started", "waiting", "startup_complete", "running") and run.ready_line is None
-            else "other"
-        )
-    if isinstance(event, ev.HttpAccess):
-        return "warmup" if run.ready_line is None and event.path.startswith(_WARMUP_PATHS) else "other"
-    return None
 
 
 __all__ = ["PHASE_ORDER", "PhaseMachine", "Run", "Track", "seconds_between"]

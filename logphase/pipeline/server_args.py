@@ -70,22 +70,28 @@ class _ToPython(Transformer[Token, Any]):
     def call(self, items: list[Any]) -> str:
         return f"{items[0]}(...)"
 
-    def server_args_call(self, items: list[Any]) -> dict[str, Any]:
+    def call_args(self, items: list[Any]) -> dict[str, Any]:
         return dict(items)
 
-    def server_args_dict(self, items: list[Any]) -> dict[str, Any]:
+    def server_args(self, items: list[Any]) -> dict[str, Any]:
+        return items[0] if items else {}
+
+    def start(self, items: list[Any]) -> dict[str, Any]:
         return items[0] if items else {}
 
 
+# Only for a dump the grammar cannot read whole (cut mid-line): the key=value pairs it still holds.
 _KEY_VALUE = re.compile(r"[{ ,(]'?(\w+)'?[=:] ?('[^']*'|[^,)}]*)")
 
 
 def parse_server_args(text: str) -> tuple[dict[str, Any], ArgsFormat]:
+    """The values of a ``server_args=...`` line, and which form it has; a dump the grammar cannot
+    read whole (cut short, or a value it does not know) gives what its ``key=value`` pairs say."""
     text = text.strip()
     try:
         tree = parser("server_args").parse(text)
         result = _ToPython().transform(tree)
-        fmt: ArgsFormat = "dict" if text.startswith("{") else "call"
+        fmt: ArgsFormat = "dict" if text[len("server_args=") :].startswith("{") else "call"
         return result, fmt
     except LarkError:
         pass

@@ -1,0 +1,64 @@
+"""The bulk path's patterns: the lines that fill a served log, recognised a block at a time.
+
+Composed from the grammars' terminals, so that they accept exactly what the line path does.
+"""
+
+from __future__ import annotations
+
+import re
+
+from logphase.pipeline.grammars import terminal_pattern
+
+# Lines longer than this never reach Lark: the field regexes are linear per field, but quadratic
+# on a pathological line with many separators and no '='.
+MAX_PARSE_CHARS = 4096
+
+
+def _compile_plain_lines() -> tuple[re.Pattern[bytes], re.Pattern[bytes]]:
+    """Physical lines whose events only move the clock once the server is ready:
+    ``[ts TP0] Decode batch, ...``, ``[ts TP0] Prefill batch, ...`` and uvicorn access lines.
+
+    A plain line is one that classify() turns into ``RuntimeBatch`` / ``HttpAccess`` through its
+    fast paths: its message is what the grammars' RUNTIME_BATCH / access terminals accept, and it
+    is no longer than MAX_PARSE_CHARS (every part is bounded). Its timestamp is any 19 bytes here
+    (checking it digit by digit costs the regex a third more), so the engine checks the shape of
+    all of them at once: ``YYYY-MM-DD HH:MM:SS``, what envelope.lark's TIMESTAMP accepts without
+    fractions. Valid for ASCII text without ``\\r``, ``\\x1b`` and ``\\x1c``-``\\x1f`` only (str
+    ``\\s`` has those, bytes ``\\s`` not), which lines.LineSplitter checks. The engine adds the
+    conditions that depend on state (before ready these lines are phase evidence; NCCL text, open
+    tracebacks).
+
+    Returns two patterns. ``lines``: for ``findall`` over "\\n" + a block of whole lines; one
+    match for every "\\n", groups (timestamp, rank tags) of the line after it if that line is
+    plain, else empty (the phase machine keeps a clock per writer). Each match starts at a
+    "\\n" (a literal: the regex engine jumps to it) and stops before the next, so there is no
+    scan for line starts. ``run``: one or more plain lines from a line start, each through its
+    "\\n"."""
+
+    def term(source: str, name: str, bound: int) -> bytes:
+        # the grammar's terminal with each + bounded: a longer line takes the long way
+        return terminal_pattern(source, name).replace("+", f"{{1,{bound}}}").encode()
+
+    tags = rb"((?: (?:" + terminal_pattern("envelope", "RANK_TAG").encode() + rb"))*)"
+    batch = term("sglang", "RUNTIME_BATCH", 20) + rb"[^\n]{0,3900}"
+    access = (
+        rb"INFO: {1,64}"
+        + term("http", "CLIENT", 256)
+        + rb' - "'
+        + term("http", "METHOD", 16)
+        + rb" "
+        + term("http", "PATH", 2048)
+        + rb" "
+        + term("http", "PROTOCOL", 16)
+        + rb'" \d{1,9}[^\n]{0,1024}'
+    )
+    # longest messages: batch 13 + 23 + 42 + 1 + 3900, access 5 + 64 + 256 + 4 + 16 + 1 + 2048 + 1 + 5 + 16 + 2 + 9 + 1024
+    assert MAX_PARSE_CHARS >= 4037
+    head = rb"\[(.{19})" + tags + rb"\] (?:" + access + rb"|" + batch + rb")"
+    lines = re.compile(rb"\n(?:" + head + rb"(?=\n)|[^\n]*)")
+    run = re.compile(rb"(?m)^(?:" + head.replace(b"(.{19})((?: ", b".{19}(?:(?: ", 1) + rb"\n)+")
+    assert lines.groups == 2 and run.groups == 0
+    return lines, run
+
+
+PLAIN_LINES, PLAIN_RUN = _compile_plain_lines()
