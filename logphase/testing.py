@@ -13,9 +13,13 @@ from __future__ import annotations
 import os
 import threading
 import time
-from typing import Any, BinaryIO
+from collections.abc import Mapping
+from typing import Any
 
-from logphase.faces.oracle import Expectations, check, describe_failure, load, render_check, summary
+from logphase.faces.loading import load
+from logphase.faces.oracle import Expectations, check, render_check
+from logphase.faces.tail import Change, FileTail
+from logphase.faces.wording import describe_failure, headline
 from logphase.pipeline.engine import Engine
 from logphase.pipeline.report import Report
 
@@ -34,9 +38,9 @@ def assert_startup(
     *,
     outcome: str | None = None,
     cause: str | None = None,
-    max_durations: dict[Any, float] | None = None,
+    max_durations: Mapping[Any, float] | None = None,
     max_total: float | None = None,
-    expect: dict[str, Any] | None = None,
+    expect: Mapping[str, object] | None = None,
     min_avail_mem: float | None = None,
     baseline: Any = None,
     tolerance: float | None = None,
@@ -62,11 +66,11 @@ def assert_startup(
         tolerance=tolerance,
         slack=slack,
     )
-    loaded = load(log_or_report)
-    result = check(loaded, want)
+    report = load(log_or_report)
+    result = check(report, want)
     if not result.ok:
-        raise AssertionError(render_check(result, loaded.report).rstrip("\n"))
-    return loaded.report
+        raise AssertionError(render_check(result, report).rstrip("\n"))
+    return report
 
 
 def failure_message(report: Report) -> str:
@@ -80,13 +84,13 @@ def failure_message(report: Report) -> str:
 class LogFollower:
     """Follows a server log in a background thread while a test runs.
 
-    The thread polls the file every ``poll_interval`` seconds (sleeping on an Event in between,
-    never spinning), feeds new bytes to a :class:`~logphase.pipeline.engine.Engine` and publishes the
-    report. The file may not exist yet (the server has not started); a file replaced or
-    truncated (a new server run) starts a fresh engine. A failure counts once the log has been
-    quiet for ``settle`` seconds, so that the whole traceback is read before the cause is named.
-    Given the server's ``process`` (anything with ``poll()`` returning None while it runs, like
-    ``subprocess.Popen``), waiting also ends when it exits.
+    The thread reads the file as ``logphase follow`` does (``FileTail``: by name, waiting for it to
+    exist, noticing truncation and rotation; woken by inotify, at least every ``poll_interval``
+    seconds), feeds new bytes to a :class:`~logphase.pipeline.engine.Engine` and publishes the
+    report. A file replaced or truncated (a new server run) starts a fresh engine. A failure counts
+    once the log has been quiet for ``settle`` seconds, so that the whole traceback is read before
+    the cause is named. Given the server's ``process`` (anything with ``poll()`` returning None
+    while it runs, like ``subprocess.Popen``), waiting also ends when it exits.
     """
 
     def __init__(
@@ -95,7 +99,7 @@ class LogFollower:
         *,
         poll_interval: float = 0.2,
         settle: float = 0.5,
-        expect: dict[str, str] | None = None,
+        expect: Mapping[str, object] | None = None,
         process: Any = None,
     ) -> None:
         self.path = os.fspath(path)
@@ -107,8 +111,7 @@ class LogFollower:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._engine = Engine(source=self.path)
-        self._handle: BinaryIO | None = None
-        self._inode: int | None = None
+        self._tail = FileTail(self.path, poll_interval)
         self._report = self._engine.report(expect)
         self._last_growth = time.monotonic()
         self._error: BaseException | None = None
@@ -130,9 +133,7 @@ class LogFollower:
             self._thread.join(timeout)
         report = self.poll()
         with self._changed:
-            if self._handle is not None:
-                self._handle.close()
-                self._handle = None
+            self._tail.close()
         return report
 
     def __enter__(self) -> LogFollower:
@@ -144,9 +145,8 @@ class LogFollower:
     def _run(self) -> None:
         try:
             while not self._stop.is_set():
-                more = self._poll()
-                if not more:
-                    self._stop.wait(self.poll_interval)
+                if not self._poll():
+                    self._tail.wait(self.poll_interval)
         except BaseException as exc:  # surfaced to whoever waits
             with self._changed:
                 self._error = exc
@@ -160,34 +160,27 @@ class LogFollower:
         return self.report()
 
     def _poll(self) -> bool:
+        """Read what is there now (a replaced or truncated file starts a new engine); True when
+        there may be more to read at once."""
         with self._changed:
-            data = self._read()
-            if data:
-                self._engine.feed(data)
-                self._report = self._engine.report(self._expect)
+            budget = MAX_POLL_BYTES
+            while budget > 0:
+                read = self._tail.read(budget)
+                if read.change in (Change.ROTATED, Change.TRUNCATED):
+                    if read.data:  # the old file, to its end
+                        self._engine.feed(read.data)
+                    self._engine = Engine(source=self.path)
+                    self.restarts += 1
+                    self._last_growth = time.monotonic()
+                    continue
+                if not read.data:
+                    break
+                self._engine.feed(read.data)
                 self._last_growth = time.monotonic()
+                budget -= len(read.data)
+            self._report = self._engine.report(self._expect)
             self._changed.notify_all()
-            return len(data) >= MAX_POLL_BYTES
-
-    def _read(self) -> bytes:
-        if self._handle is None:
-            try:
-                self._handle = open(self.path, "rb")  # noqa: SIM115 (kept open across polls)
-            except FileNotFoundError:
-                return b""
-            self._inode = os.fstat(self._handle.fileno()).st_ino
-        else:
-            try:
-                st = os.stat(self.path)
-            except FileNotFoundError:
-                st = None  # removed: what was written stays readable through the open handle
-            if st is not None and (st.st_ino != self._inode or st.st_size < self._handle.tell()):
-                self._handle.close()
-                self._handle = open(self.path, "rb")  # noqa: SIM115
-                self._inode = os.fstat(self._handle.fileno()).st_ino
-                self._engine = Engine(source=self.path)
-                self.restarts += 1
-        return self._handle.read(MAX_POLL_BYTES)
+            return budget <= 0
 
     def report(self) -> Report:
         with self._changed:
@@ -234,8 +227,8 @@ class LogFollower:
         if report.outcome != "ready":
             code = self._exit_code()
             if code is not None:
-                self._fail(f"{self.path}: the server exited with code {code} before it was ready: {summary(report)}")
-            self._fail(f"{self.path}: server not ready after {timeout:g} s: {summary(report)}")
+                self._fail(f"{self.path}: the server exited with code {code} before it was ready: {headline(report)}")
+            self._fail(f"{self.path}: server not ready after {timeout:g} s: {headline(report)}")
         return report
 
     def check(self) -> Report:

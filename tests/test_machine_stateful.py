@@ -10,9 +10,10 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from logphase.pipeline import events as ev
+from logphase.pipeline.build_report import build_report
 from logphase.pipeline.machine import PhaseMachine
 from logphase.pipeline.phases import PHASE_ORDER, Phase
-from logphase.pipeline.report import LinesReport, build_report
+from logphase.pipeline.report import LinesReport
 
 RANKS = ("TP0", "TP1")
 BEGINS = {

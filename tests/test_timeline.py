@@ -1,4 +1,4 @@
-"""The startup timeline picture (logphase/timeline.py, `logphase report`): the structure of the SVG
+"""The startup timeline picture (logphase/faces/timeline/, `logphase report`): the structure of the SVG
 and HTML for every fixture, 1 and 64 ranks, 20-second and 40-minute startups, missing timestamps."""
 
 from __future__ import annotations
@@ -14,17 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from logphase.faces.timeline import (
-    MAX_RANK_ROWS,
-    PHASE_COLORS,
-    PLOT_W,
-    PLOT_X,
-    build_timeline,
-    compress_ranks,
-    fmt_duration,
-    render_html,
-    render_svg,
-)
+from logphase.faces.timeline import PHASE_COLORS, render_html, render_svg
+from logphase.faces.timeline.layout import build_timeline
+from logphase.faces.timeline.style import MAX_RANK_ROWS, PLOT_W, PLOT_X, compress_ranks
+from logphase.faces.wording import fmt_duration
 from logphase.pipeline.engine import parse_file, parse_text
 from logphase.pipeline.report import Report
 from tests.conftest import FIXTURES, fixture_logs

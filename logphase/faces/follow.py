@@ -32,8 +32,8 @@ from logphase.faces.follow_records import (
     WaitingRecord,
     WarningRecord,
 )
+from logphase.faces.tail import Change, FileTail
 from logphase.faces.text import first_line, headline
-from logphase.faces.watch import ChangeWaiter
 from logphase.pipeline.engine import Engine
 from logphase.pipeline.machine import seconds_between
 from logphase.pipeline.phases import PHASE_ORDER, Phase
@@ -348,16 +348,16 @@ def follow_file(
     truncation (a new Follower: line numbers restart with the file) and rotation (the old file is
     read to its end first)."""
     options = options or FollowOptions()
-    waiter = ChangeWaiter(path, options.poll_interval) if sleep is time.sleep else None
+    tail = FileTail(path, options.poll_interval, event_driven=sleep is time.sleep)
     # with inotify, wake at least this often anyway (network filesystems send no events)
-    recheck = 1.0 if waiter is not None and waiter.event_driven else options.poll_interval
+    recheck = 1.0 if tail.event_driven else options.poll_interval
 
     def pause(now: float) -> None:
         wait = min(recheck, follower.next_deadline(now))
         if options.timeout is not None:
             wait = min(wait, max(0.0, options.timeout - (now - start)))
-        if waiter is not None:
-            waiter.wait(wait)
+        if tail.event_driven:
+            tail.wait(wait)
         else:
             sleep(min(wait, options.poll_interval))
 
@@ -365,8 +365,6 @@ def follow_file(
     follower = Follower(path, options, now=start)
     if on_follower:
         on_follower(follower)
-    handle: BinaryIO | None = None
-    inode: tuple[int, int] | None = None
     waiting_said = False
     first_read = True
     backlog: list[FollowRecord] = []
@@ -376,21 +374,16 @@ def follow_file(
             if options.timeout is not None and now - start >= options.timeout:
                 yield _timeout_record(follower, now - start)
                 return
-            if handle is None:
-                try:
-                    handle = open(path, "rb")  # noqa: SIM115 - kept open across iterations
-                    st = os.fstat(handle.fileno())
-                    inode = (st.st_dev, st.st_ino)
-                except FileNotFoundError:
-                    if not waiting_said:
-                        waiting_said = True
-                        yield WaitingRecord(message=f"{path} does not exist yet; waiting for it")
-                    yield from follower.tick(now)
-                    pause(now)
-                    continue
-            data = handle.read(READ_SIZE)
-            if data:
-                recs = follower.feed(data, clock())
+            read = tail.read(READ_SIZE)
+            if read.change is Change.MISSING:
+                if not waiting_said:
+                    waiting_said = True
+                    yield WaitingRecord(message=f"{path} does not exist yet; waiting for it")
+                yield from follower.tick(now)
+                pause(now)
+                continue
+            if read.change is None and read.data:
+                recs = follower.feed(read.data, clock())
                 if first_read:
                     backlog.extend(recs)  # what was there before we came: judged at its end
                     continue
@@ -400,8 +393,7 @@ def follow_file(
                 continue
             if first_read:
                 first_read = False
-                st = os.fstat(handle.fileno())
-                age = start_wall - st.st_mtime
+                age = start_wall - (tail.modified() or start_wall)
                 if follower.report.outcome != "starting" and age > 1.0:
                     # what the file held is an earlier run: its phases and outcome are not this run's
                     yield follower.mark_stale(age)
@@ -410,28 +402,15 @@ def follow_file(
                 backlog.clear()
             if follower.exit_code() is not None:
                 break
-            # at the end of what is there: has the file been truncated, replaced or rotated?
-            try:
-                st = os.stat(path)
-            except FileNotFoundError:
-                st = None
-            position = handle.tell()
-            if st is not None and (st.st_dev, st.st_ino) != inode:
-                rest = handle.read()  # rotated: finish the old file first
-                if rest:
-                    yield from follower.feed(rest, clock())
+            if read.change is Change.ROTATED:
+                if read.data:  # the old file, to its end
+                    yield from follower.feed(read.data, clock())
                 yield RotatedRecord(message=f"{path} was replaced; reading the new file from its start")
-                handle.close()
-                handle, inode = None, None
-                follower = _successor(follower, path, options)
-                if on_follower:
-                    on_follower(follower)
-                continue
-            if st is not None and st.st_size < position:
+            elif read.change is Change.TRUNCATED:
                 yield TruncatedRecord(
-                    at_byte=position, message=f"{path} was truncated at byte {position}; reading it again from its start"
+                    at_byte=read.at_byte, message=f"{path} was truncated at byte {read.at_byte}; reading it again from its start"
                 )
-                handle.seek(0)
+            if read.change is not None:
                 follower = _successor(follower, path, options)
                 if on_follower:
                     on_follower(follower)
@@ -440,10 +419,7 @@ def follow_file(
             pause(clock())
         yield follower.summary()
     finally:
-        if handle is not None:
-            handle.close()
-        if waiter is not None:
-            waiter.close()
+        tail.close()
 
 
 def _ready_ts(report: Report) -> str | None:

@@ -6,6 +6,8 @@ included: it is not one document). Logs are streamed through the engine, never h
 
 from __future__ import annotations
 
+import io
+import os
 from typing import BinaryIO
 
 import orjson
@@ -55,3 +57,39 @@ def saved_report(handle: BinaryIO, head: bytes, source: str) -> tuple[Report | N
         return None, head
     data = head + handle.read()
     return report_from_json(data, source), data
+
+
+def read_report(handle: BinaryIO, source: str, since: str | None = None) -> Report:
+    """The report on a log read from ``handle`` (streamed, in blocks), or the saved report it is.
+    NotAReport for JSON that is not a readable report; OSError for a failed read."""
+    from logphase.pipeline.engine import BLOCK_SIZE, Engine
+
+    first = handle.read(BLOCK_SIZE)
+    report, head = saved_report(handle, first, source)
+    if report is not None:
+        if since is not None:
+            raise NotAReport(f"{source}: a saved report; --since applies to logs only")
+        return report
+    engine = Engine(source=source, since=since, collect_events=False)
+    engine.feed(head)
+    if head is first:  # else saved_report read the whole input already
+        while block := handle.read(BLOCK_SIZE):
+            engine.feed(block)
+    engine.finish()
+    return engine.report()
+
+
+def load(value: object, source: str | None = None) -> Report:
+    """A report from a :class:`Report`, a path (str without a newline, or os.PathLike) to a log or
+    a saved report, or the log itself as text or bytes (text must contain a newline)."""
+    if isinstance(value, Report):
+        return value
+    if isinstance(value, bytes | bytearray):
+        return read_report(io.BytesIO(bytes(value)), source or "<bytes>")
+    if isinstance(value, str) and "\n" in value:
+        return read_report(io.BytesIO(value.encode("utf-8", errors="surrogateescape")), source or "<text>")
+    if isinstance(value, str | os.PathLike):
+        path = os.fspath(value)
+        with open(path, "rb") as handle:
+            return read_report(handle, source or str(path))
+    raise TypeError(f"expected a log path, log text, bytes or a Report, got {type(value).__name__}")

@@ -21,12 +21,15 @@ def fmt_duration(seconds: float | None) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
+def number_text(value: float) -> str:
+    """A number without trailing zeros: 0.25, 32, 1.2."""
+    text = f"{value:.3f}".rstrip("0").rstrip(".")
+    return "0" if text == "-0" else text
+
+
 def fmt_seconds(value: float | None) -> str:
     """Exact seconds, as measured ('32 s', '0.25 s'): for checks that compare with a limit."""
-    if value is None:
-        return "?"
-    text = f"{value:.3f}".rstrip("0").rstrip(".")
-    return ("0" if text == "-0" else text) + " s"
+    return "?" if value is None else number_text(value) + " s"
 
 
 def clip(text: str, limit: int) -> str:

@@ -7,6 +7,7 @@ from enum import Enum
 from typing import Any, NamedTuple
 
 from logphase.pipeline import events as ev
+from logphase.pipeline.grammars import Parsed, parse
 from logphase.pipeline.phases import Phase
 
 
@@ -109,6 +110,39 @@ def frames_phase(frames: list[ev.Frame]) -> Phase | None:
         for pattern, phase in _FRAME_PHASES:
             if pattern.search(frame.function or "") or pattern.search(filename):
                 return phase
+    return None
+
+
+def _known_messages(text: str) -> list[Parsed]:
+    """The SGLang messages (sglang.lark) the lines of an error's text are, e.g. the
+    'Rank 1 scheduler died during initialization ...' a RuntimeError carries."""
+    from logphase.pipeline.classify import per_grammar_match
+
+    found: list[Parsed] = []
+    for line in text.splitlines():
+        body = line.strip()
+        for prefix in (body, body.split(": ", 1)[-1]):  # 'ValueError: <message>'
+            if prefix and len(prefix) < 4096 and per_grammar_match("sglang", prefix):
+                parsed = parse("sglang", prefix)
+                if parsed is not None:
+                    found.append(parsed)
+                    break
+    return found
+
+
+def named_rank(text: str) -> str | None:
+    """The rank an error names: the main process says 'Rank 1 scheduler died ...' of TP1."""
+    for parsed in _known_messages(text):
+        if parsed.rule in ("scheduler_died", "scheduler_dead") and parsed.value("rank_index"):
+            return f"TP{parsed.value('rank_index')}"
+    return None
+
+
+def minimum_mem_fraction(text: str) -> str | None:
+    """The smallest --mem-fraction-static SGLang says would fit the KV cache (0.5.23+)."""
+    for parsed in _known_messages(text):
+        if parsed.rule == "kv_no_room":
+            return parsed.value("minimum_fraction")
     return None
 
 

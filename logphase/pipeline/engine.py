@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable, Mapping
 
 from logphase.pipeline import events as ev
+from logphase.pipeline.build_report import build_report
 from logphase.pipeline.classify import classify, foreign_source
 from logphase.pipeline.envelope import Envelope, split_envelope
 from logphase.pipeline.grammars import terminal_pattern
@@ -22,7 +23,7 @@ from logphase.pipeline.machine import PhaseMachine
 from logphase.pipeline.messages import LineInfo
 from logphase.pipeline.plain import PLAIN_LINES, PLAIN_RUN
 from logphase.pipeline.records import RecordAssembler, opens_record
-from logphase.pipeline.report import LinesReport, Report, build_report, normalize_expect
+from logphase.pipeline.report import LinesReport, Report, normalize_expect
 
 # Raw text kept on an event; the rest of a long line is reachable through its line number.
 MAX_RAW_CHARS = 2000

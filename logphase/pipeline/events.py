@@ -308,6 +308,7 @@ class ErrorLine(EventBase):
         "bind_failed",
     ] = Field(description="which one-line failure report")
     message: Message
+    detail: dict[str, str] = Field(default_factory=dict, description="the values the message names (grammar sub-rules)")
 
 
 class ChildFailure(EventBase):

@@ -75,7 +75,8 @@ def with_message(cls: type[ev.EventBase]) -> Builder:
 
 def error(kind: str) -> Builder:
     def build(p: Parsed, text: str, at: LineInfo) -> ev.EventBase:
-        return at.event(ev.ErrorLine, p.rule, error=kind, message=text)
+        detail = {name: p.value(name) or "" for name in p.values}
+        return at.event(ev.ErrorLine, p.rule, error=kind, message=text, detail=detail)
 
     return build
 
@@ -437,6 +438,7 @@ MESSAGES: dict[str, Message] = {
     "subprocess_crashed": Message("sglang", child("subprocess_crashed", "code")),
     "child_terminated": Message("sglang", child("child_terminated", "code")),
     "not_enough_memory": Message("sglang", error("not_enough_memory")),
+    "kv_no_room": Message("sglang", error("not_enough_memory")),
     "port_in_use": Message("sglang", error("port_in_use")),
     "memory_imbalance": Message("sglang", _memory_imbalance),
     "override_reduced": Message("sglang", override("setting", "requested", "actual")),

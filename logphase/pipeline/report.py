@@ -1,16 +1,14 @@
-"""Stage 4: the report. Built from the machine's state at any moment; the JSON contract."""
+"""The report: the JSON contract every face reads (``build_report.py`` builds it). Each field says
+where it comes from, so that no face needs to read the log again."""
 
 from __future__ import annotations
 
-import itertools
-import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from logphase.pipeline.diagnosis import ECHO_PREFERENCE, Cause, Severity, hint
-from logphase.pipeline.machine import PHASE_ORDER, Incident, PhaseMachine, Run, seconds_between
+from logphase.pipeline.diagnosis import Cause
 from logphase.pipeline.phases import Phase
 
 # 2: provenance (first/last line of phases and rank spans, time and rank of the failure and of each
@@ -25,6 +23,7 @@ UNACCOUNTED_MIN_S = 1.0
 
 Outcome = Literal["ready", "failed", "starting"]
 
+# the settings people look at first (text summary, timeline); the report's config has them all
 CONFIG_KEYS = (
     "model_path",
     "served_model_name",
@@ -179,378 +178,34 @@ class Report(BaseModel):
     runs: int = Field(description="runs found in the input")
     run: int = Field(default=1, description="which run (1-based) this report describes: the last unless asked otherwise")
     run_start_line: int = Field(description="the first line of the run this report describes")
+    run_last_line: int = Field(default=0, description="the last line read of that run")
     failure: FailureReport | None = Field(description="the root cause, when the run failed")
     warnings: list[WarningReport] = Field(description="things worth knowing that are not failures")
-    config: dict[str, Any] = Field(description="key server_args values, scheduler limits and startup timings")
+    config: dict[str, Any] = Field(
+        description="every server_args value of the run (secrets redacted), plus `scheduler` (its limits) and "
+        "`startup_timings` when logged"
+    )
+    config_line: int | None = Field(default=None, description="the line of the server_args dump")
     memory: MemoryReport = Field(description="GPU memory figures")
     lines: LinesReport = Field(description="how every line of the input was accounted for")
+
+
+def resolve_rank(name: str | None, ranks: Iterable[str]) -> str | None:
+    """The rank of ``ranks`` that ``name`` refers to: itself; 'TP1' (as the main process names a
+    dead scheduler) for the rank printed 'DP0 TP1 EP1'; torchrun's 'rank1' for the TP1 process.
+    None when none of them is meant."""
+    if name is None:
+        return None
+    ranks = list(ranks)
+    if name in ranks:
+        return name
+    wanted = "TP" + name[len("rank") :] if name.startswith("rank") and name[len("rank") :].isdigit() else name
+    return next((r for r in ranks if wanted in r.split()), None)
 
 
 def rank_sort_key(rank: str) -> tuple[Any, ...]:
     parts = rank.split()
     return tuple((p.rstrip("0123456789"), int(p[len(p.rstrip("0123456789")) :] or 0)) for p in parts)
-
-
-def build_report(
-    machine: PhaseMachine,
-    lines: LinesReport,
-    source: str,
-    expect: dict[str, str] | None = None,
-    truncated_line: int | None = None,
-    run_index: int | None = None,
-    input_complete: bool = True,
-    since: str | None = None,
-) -> Report:
-    """The report on the last run, or on run ``run_index`` (1-based) of the file.
-
-    ``input_complete`` is False while more input may come (follow): a setting the log has not
-    shown yet is then only unverified once the run is past the point where it would have shown it."""
-    if run_index is not None and not 1 <= run_index <= len(machine.runs):
-        raise ValueError(f"run {run_index} does not exist: the log holds {len(machine.runs)} run(s)")
-    run = machine.runs[run_index - 1] if run_index is not None else machine.run
-    failure, failure_phase = _failure(run)
-    ready = run.ready_line is not None
-    outcome: Outcome = "failed" if failure else ("ready" if ready else "starting")
-    phase = failure_phase if failure else run.furthest_phase()
-    ranks = sorted((r for r in run.tracks if r is not None), key=rank_sort_key)
-    # startup ends at ready, even if the server failed later while serving
-    end_ts = run.ready_ts if ready else (failure_ts(run) if failure else run.last_ts)
-    is_last = run is machine.run
-    warnings = _warnings(machine, run, expect or {}, truncated_line if is_last else None, input_complete or not is_last)
-    warnings.extend(_input_warnings(lines, since))
-    phases = _phases(run, failure)
-    return Report(
-        source=source,
-        outcome=outcome,
-        phase=phase,
-        phases=phases,
-        unaccounted=_unaccounted(phases),
-        total_startup_s=seconds_between(run.first_ts, end_ts),
-        ranks=ranks,
-        runs=len(machine.runs),
-        run=run.index,
-        run_start_line=run.start_line,
-        failure=failure,
-        warnings=warnings,
-        config=_config(run),
-        memory=MemoryReport(
-            weights_gb=run.weights_gb,
-            kv_cache_gb=run.kv_cache_gb,
-            kv_cache_tokens=run.kv_tokens,
-            mamba_cache_gb=run.mamba_cache_gb,
-            cuda_graph_gb=run.cuda_graph_gb,
-            min_avail_during_capture_gb=run.capture_avail_gb[0] if run.capture_avail_gb else None,
-            min_avail_line=run.capture_avail_gb[2] if run.capture_avail_gb else None,
-            avail_gb={k: dict(v) for k, v in sorted(run.memory.items(), key=lambda kv: rank_sort_key(kv[0]))},
-            avail_lines={k: dict(v) for k, v in sorted(run.memory_lines.items(), key=lambda kv: rank_sort_key(kv[0]))},
-        ),
-        lines=lines,
-    )
-
-
-def failure_ts(run: Run) -> str | None:
-    root = _root(run)
-    return root.event.ts if root else run.last_ts
-
-
-def _root(run: Run) -> Incident | None:
-    roots = [i for i in run.incidents if i.assessment.severity is Severity.ROOT]
-    if roots:
-        # first in time; among failures stamped with the same second (the log's resolution), the
-        # earliest line: line numbers do not depend on how the input was read
-        return min(roots, key=lambda i: (i.event.ts or "", i.event.line))
-    echoes = [i for i in run.incidents if i.assessment.severity is Severity.ECHO]
-    for cause in ECHO_PREFERENCE:
-        for incident in echoes:
-            if incident.assessment.cause is cause:
-                return incident
-    return None
-
-
-def _failure(run: Run) -> tuple[FailureReport | None, Phase | None]:
-    root = _root(run)
-    if root is None:
-        return None, None
-    phase = root.assessment.phase or root.track_phase or run.furthest_phase()
-    if run.ready_line is not None and root.event.line > run.ready_line:
-        phase = phase if phase is Phase.READY else Phase.READY
-    config = run.server_args or {}
-    facts: dict[str, Any] = {"max_capture_bs": run.max_capture_bs, "native_crash": root.event.kind == "fatal_signal"}
-    minimum = _min_mem_fraction(root.assessment.message)
-    if minimum:
-        facts["min_mem_fraction_static"] = minimum
-    consequences = sorted(
-        (
-            Consequence(line=i.event.line, message=i.assessment.message[:300], ts=i.event.ts, rank=i.event.rank)
-            for i in run.incidents
-            if i is not root
-        ),
-        key=lambda c: c.line,
-    )
-    report = FailureReport(
-        cause=root.assessment.cause,
-        phase=phase,
-        rank=root.event.rank or _rank_named_in(root.assessment.message, run),
-        line=root.event.line,
-        ts=root.event.ts,
-        message=root.assessment.message[:2000],
-        hint=hint(root.assessment.cause, phase, config, facts),
-        consequences=consequences[:50],
-    )
-    return report, phase
-
-
-def _rank_named_in(message: str, run: Run) -> str | None:
-    """The main process names a dead scheduler by index ("Rank 1 scheduler died ..."): that is TP1."""
-    m = re.search(r"Rank (\d+) scheduler", message)
-    if m is None:
-        return None
-    wanted = f"TP{m.group(1)}"
-    return next((r for r in run.tracks if r is not None and wanted in r.split()), wanted)
-
-
-def _min_mem_fraction(message: str) -> str | None:
-    m = re.search(r"Raise --mem-fraction-static above ([\d.]+)", message)
-    return m.group(1) if m else None
-
-
-def _phases(run: Run, failure: FailureReport | None) -> list[PhaseReport]:
-    out: list[PhaseReport] = []
-    last_ts = run.last_ts
-    for phase in PHASE_ORDER:
-        ranks: dict[str, RankSpan] = {}
-        starts: list[tuple[str, int]] = []
-        first_lines: list[int] = []
-        ends: list[tuple[str, int | None]] = []
-        end_lines: list[int] = []
-        open_any = False
-        ranked = any(rank is not None and phase in track.spans for rank, track in run.tracks.items())
-        for rank, track in run.tracks.items():
-            span = track.spans.get(phase)
-            if span is None:
-                continue
-            first_lines.append(span.start_line)
-            if span.start is not None:
-                starts.append((span.start, span.start_line))
-            if rank is None and ranked:
-                # rank-less lines (progress bars, Gloo) can open a phase; the ranks say when it ended
-                continue
-            if span.end is not None:
-                ends.append((span.end, span.end_line))
-            if span.end_line is not None:
-                end_lines.append(span.end_line)
-            elif span.end is None:
-                open_any = True
-            if rank is not None:
-                ranks[rank] = RankSpan(
-                    start=span.start,
-                    end=span.end,
-                    duration_s=seconds_between(span.start, span.end if span.end_line is not None else last_ts),
-                    first_line=span.start_line,
-                    last_line=span.end_line,
-                )
-        if not first_lines:
-            continue
-        if phase is Phase.LAUNCH and run.first_ts is not None:
-            starts.append((run.first_ts, run.start_line))
-            first_lines.append(run.start_line)
-        start = min(starts)[0] if starts else None
-        end = None if open_any and failure is None else (max(ends)[0] if ends else None)
-        last_line = None if open_any and failure is None else (max(end_lines) if end_lines else None)
-        if failure is not None and open_any:
-            end, last_line = failure_ts(run), failure.line
-        if phase is Phase.LAUNCH:
-            # the main process prints little after launching: launch ends where any rank starts work
-            later = [
-                (s.start, s.start_line)
-                for t in run.tracks.values()
-                for p, s in t.spans.items()
-                if p is not Phase.LAUNCH and s.start
-            ]
-            if later and (end is None or min(later)[0] < end):
-                end, last_line = min(later)
-        out.append(
-            PhaseReport(
-                name=phase,
-                start=start,
-                end=end,
-                duration_s=seconds_between(start, end if end is not None else last_ts),
-                first_line=min(first_lines),
-                last_line=last_line,
-                ranks=dict(sorted(ranks.items(), key=lambda kv: rank_sort_key(kv[0]))),
-            )
-        )
-    return out
-
-
-def _unaccounted(phases: list[PhaseReport]) -> list[UnaccountedReport]:
-    """Stretches where the server was between phases: after every phase that had ended, before
-    the next one began."""
-    out: list[UnaccountedReport] = []
-    for earlier, later in itertools.pairwise(phases):
-        if earlier.end is None or later.start is None:
-            continue
-        gap = seconds_between(earlier.end, later.start)
-        if gap is not None and gap > UNACCOUNTED_MIN_S:
-            out.append(
-                UnaccountedReport(
-                    after=earlier.name,
-                    before=later.name,
-                    start=earlier.end,
-                    end=later.start,
-                    duration_s=gap,
-                    first_line=earlier.last_line,
-                    last_line=later.first_line,
-                )
-            )
-    return out
-
-
-def _config(run: Run) -> dict[str, Any]:
-    args = run.server_args or {}
-    config = {k: args[k] for k in CONFIG_KEYS if k in args}
-    if run.scheduler:
-        config["scheduler"] = run.scheduler
-    if run.timings:
-        config["startup_timings"] = run.timings
-    return config
-
-
-def _warnings(
-    machine: PhaseMachine, run: Run, expect: dict[str, str], truncated_line: int | None, input_complete: bool
-) -> list[WarningReport]:
-    out: list[WarningReport] = []
-    if len(machine.runs) > 1:
-        out.append(
-            WarningReport(
-                kind="multiple_runs",
-                message=f"this file holds {len(machine.runs)} runs; "
-                f"the report describes {'the last one' if run is machine.run else f'run {run.index}'}, "
-                f"from line {run.start_line}",
-                line=run.start_line,
-            )
-        )
-    out.extend(_expectations(run, expect, input_complete))
-    seen: set[tuple[str, str]] = set()
-    for o in run.overrides:
-        if (o.setting, o.message) in seen or " is set" in o.message:
-            # every rank says it once; and "because --disable-x is set" honours the user's own flag
-            continue
-        seen.add((o.setting, o.message))
-        values = ""
-        if o.requested is not None or o.actual is not None:
-            values = (
-                f" (requested {o.requested if o.requested is not None else '?'}, now {o.actual if o.actual is not None else '?'})"
-            )
-        out.append(
-            WarningReport(
-                kind="ignored_parameter",
-                message=f"SGLang changed {o.setting}{values}: {o.message}",
-                line=o.line,
-                setting=o.setting,
-                expected=o.requested,
-                found=o.actual,
-            )
-        )
-    if run.capture_avail_gb is not None and run.capture_avail_gb[0] < LOW_CAPTURE_MEMORY_GB:
-        avail, rank, line = run.capture_avail_gb
-        who = f" on {rank}" if rank else ""
-        out.append(
-            WarningReport(
-                kind="memory_pressure",
-                message=f"CUDA graph capture ran with only {avail:.2f} GB free{who} (below {LOW_CAPTURE_MEMORY_GB:.1f} GB): "
-                "capture or the first large batches may run out of memory; consider a lower "
-                "--mem-fraction-static or --cuda-graph-max-bs",
-                line=line,
-                found=f"{avail:.2f}",
-            )
-        )
-    for kind, message, line in run.notices:
-        out.append(WarningReport(kind=kind, message=message, line=line))
-    if truncated_line is not None:
-        out.append(
-            WarningReport(
-                kind="truncated_input",
-                message="the log ends in the middle of a line (still being written, or cut); that line was not read as an event",
-                line=truncated_line,
-            )
-        )
-    return out
-
-
-def _input_warnings(lines: LinesReport, since: str | None) -> list[WarningReport]:
-    """Input in which nothing could be read: say so rather than report an empty start-up."""
-    content = lines.total - lines.blank
-    if content <= 0:
-        return []
-    if since is not None and lines.ignored == content:
-        return [
-            WarningReport(
-                kind="nothing_since",
-                message=f"nothing since {since.replace('T', ' ')}: all {lines.ignored} lines of the log are older",
-            )
-        ]
-    if lines.events == 0:
-        return [
-            WarningReport(
-                kind="no_sglang_output",
-                message=f"no SGLang output recognised in {content} line{'s' if content != 1 else ''}: "
-                "is this a server log? (parse --unrecognized shows the lines)",
-            )
-        ]
-    return []
-
-
-# settings SGLang prints after server_args: known only once the scheduler is ready
-_SCHEDULER_KEYS = frozenset(
-    {
-        "max_total_num_tokens",
-        "chunked_prefill_size",
-        "max_prefill_tokens",
-        "max_running_requests",
-        "context_len",
-        "available_gpu_mem_gb",
-    }
-)
-
-
-def _expectations(run: Run, expect: dict[str, str], input_complete: bool) -> list[WarningReport]:
-    out: list[WarningReport] = []
-    sources: dict[str, Any] = dict(run.scheduler)
-    sources.update(run.server_args or {})
-    for key, wanted in expect.items():
-        if key not in sources:
-            # unverified only once the run shows it will not say: the dump comes before the ranks
-            # start work, the scheduler's values before it is ready
-            settled = input_complete or run.finished
-            if not settled and run.server_args is None:
-                settled = run.has_progress()
-            elif not settled:
-                settled = key not in _SCHEDULER_KEYS
-            if settled:
-                out.append(
-                    WarningReport(
-                        kind="expect_unverified",
-                        message=f"{key}: the log of this run does not show it, so {wanted} cannot be checked",
-                        line=run.server_args_line,
-                        setting=key,
-                        expected=wanted,
-                    )
-                )
-            continue
-        actual = sources[key]
-        if not values_match(actual, wanted):
-            out.append(
-                WarningReport(
-                    kind="stale_log",
-                    message=f"{key}: the log says {actual} but you launched with {wanted}: stale log or ignored parameter",
-                    line=run.server_args_line,
-                    setting=key,
-                    expected=wanted,
-                    found=str(actual),
-                )
-            )
-    return out
 
 
 def normalize_expect(expect: Mapping[str, object] | None) -> dict[str, str]:

@@ -10,7 +10,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from logphase.faces.cli import EXIT_FAILED, EXIT_READY, InputError, check_since, open_input, parse_expect
+from logphase.faces.exit_codes import EXIT_FAILED, EXIT_READY
+from logphase.faces.inputs import InputError, check_since, parse_expect, read_input
+from logphase.faces.options import add_since, add_tolerance
 
 NAME = "check"
 HELP = "check a log against expectations (outcome, cause, durations, settings, memory, baseline)"
@@ -44,33 +46,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--min-avail-mem", metavar="GB", help="lowest free GPU memory allowed at any phase boundary or capture step")
     p.add_argument("--baseline", metavar="REPORT", help="a saved report (or log) whose phase durations must not get slower")
-    p.add_argument("--tolerance", metavar="RATIO", help="with --baseline: allowed slowdown, 0.2 = 20%% (default 0.2)")
-    p.add_argument(
-        "--slack",
-        metavar="SECONDS",
-        help="with --baseline: a phase is slower only if also this many seconds slower (default 1; logs stamp whole seconds)",
-    )
-    p.add_argument("--since", metavar="TIME", help="ignore output before this time, e.g. '2026-05-09 09:20:00'")
+    add_tolerance(p, "with --baseline: ")
+    add_since(p)
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("-v", "--verbose", action="store_true", help="print every check, not only the violated ones")
-
-
-def load_input(name: str, since: str | None = None):  # type: ignore[no-untyped-def]
-    """A log or saved report by name (- for stdin); every problem is an InputError."""
-    import sys as _sys
-
-    from logphase.faces.oracle import OracleError, load_stream
-
-    handle, source = open_input(name)
-    try:
-        return load_stream(handle, source, since)
-    except OracleError as exc:
-        raise InputError(str(exc)) from None
-    except OSError as exc:
-        raise InputError(f"{source}: read failed: {exc.strerror or exc}") from None
-    finally:
-        if handle is not _sys.stdin.buffer:
-            handle.close()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -97,13 +76,13 @@ def run(args: argparse.Namespace) -> int:
     if args.baseline is not None:
         if args.baseline == "-" and args.file == "-":
             raise InputError("only one of LOG and --baseline can be standard input")
-        want.baseline = load_input(args.baseline).report
-    loaded = load_input(args.file, args.since)
-    result = check(loaded, want)
+        want.baseline = read_input(args.baseline)
+    report = read_input(args.file, args.since)
+    result = check(report, want)
     out = sys.stdout.buffer
     if args.json:
         out.write(orjson.dumps(result.model_dump(mode="json"), option=orjson.OPT_INDENT_2) + b"\n")
     else:
-        out.write(render_check(result, loaded.report, verbose=args.verbose).encode())
+        out.write(render_check(result, report, verbose=args.verbose).encode())
     out.flush()
     return EXIT_READY if result.ok else EXIT_FAILED

@@ -10,7 +10,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from logphase.faces.cli import EXIT_FAILED, EXIT_READY, InputError
+from logphase.faces.exit_codes import EXIT_FAILED, EXIT_READY
+from logphase.faces.inputs import InputError, read_input
+from logphase.faces.options import add_tolerance
 
 NAME = "compare"
 HELP = "compare two startups phase by phase; exit 1 on a regression"
@@ -19,19 +21,13 @@ HELP = "compare two startups phase by phase; exit 1 on a regression"
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("baseline", metavar="BASELINE", help="the reference: a log or a saved `parse --json` report")
     p.add_argument("new", metavar="NEW", help="the run to judge: a log or a saved report (- for standard input)")
-    p.add_argument("--tolerance", metavar="RATIO", help="allowed slowdown per phase, 0.2 = 20%% (default 0.2)")
-    p.add_argument(
-        "--slack",
-        metavar="SECONDS",
-        help="a phase is slower only if also this many seconds slower (default 1; logs stamp whole seconds)",
-    )
+    add_tolerance(p, "")
     p.add_argument("--json", action="store_true", help="print the comparison as JSON")
 
 
 def run(args: argparse.Namespace) -> int:
     import orjson
 
-    from logphase.faces.commands.check import load_input
     from logphase.faces.oracle import DEFAULT_SLACK_S, DEFAULT_TOLERANCE, OracleError, compare, parse_number, render_comparison
 
     try:
@@ -41,8 +37,8 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(str(exc)) from None
     if args.baseline == "-" and args.new == "-":
         raise InputError("only one of BASELINE and NEW can be standard input")
-    baseline = load_input(args.baseline).report
-    new = load_input(args.new).report
+    baseline = read_input(args.baseline)
+    new = read_input(args.new)
     result = compare(baseline, new, tolerance, slack)
     out = sys.stdout.buffer
     if args.json:

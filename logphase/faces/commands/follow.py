@@ -15,9 +15,10 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from logphase.faces.cli import InputError, add_color, add_expect_since, check_since, parse_expect
 from logphase.faces.exit_codes import EXIT_INTERRUPTED, EXIT_TIMEOUT, OUTCOME_EXIT
 from logphase.faces.follow_records import FailureRecord
+from logphase.faces.inputs import InputError, check_since, parse_expect
+from logphase.faces.options import add_color, add_expect_since
 from logphase.pipeline.phases import Phase
 
 if TYPE_CHECKING:

@@ -7,17 +7,9 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from logphase.faces.cli import (
-    OUTCOME_EXIT,
-    InputError,
-    add_color,
-    add_expect_since,
-    check_since,
-    feed_all,
-    open_input,
-    parse_expect,
-    read_head,
-)
+from logphase.faces.exit_codes import OUTCOME_EXIT
+from logphase.faces.inputs import InputError, check_since, feed_all, open_input, parse_expect, read_head
+from logphase.faces.options import add_color, add_expect_since
 
 if TYPE_CHECKING:
     from logphase.pipeline.events import EventBase

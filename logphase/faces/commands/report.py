@@ -7,16 +7,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from logphase.faces.cli import (
-    OUTCOME_EXIT,
-    InputError,
-    add_expect_since,
-    check_since,
-    feed_all,
-    open_input,
-    parse_expect,
-    read_head,
-)
+from logphase.faces.exit_codes import OUTCOME_EXIT
+from logphase.faces.inputs import InputError, check_since, feed_all, open_input, parse_expect, read_head
+from logphase.faces.options import add_expect_since
 
 NAME = "report"
 HELP = "draw the startup timeline as a self-contained HTML page (and SVG)"
@@ -33,7 +26,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from logphase.faces.timeline import headline, render_html, render_svg
+    from logphase.faces.timeline import render_html, render_svg
+    from logphase.faces.wording import headline
     from logphase.pipeline.engine import Engine
 
     expect = parse_expect(args.expect)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from logphase.faces.cli import EXIT_READY
+from logphase.faces.exit_codes import EXIT_READY
 
 NAME = "schema"
 HELP = "print the JSON schema of the report, the events and the follow records"

@@ -1,0 +1,132 @@
+"""What every command reads: its input by name or from stdin, a saved report or a log, and the
+values people type on a command line. Every problem is an :class:`InputError`: one line on stderr
+and exit code 2, never a traceback."""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, BinaryIO
+
+if TYPE_CHECKING:
+    from logphase.pipeline.engine import Engine
+    from logphase.pipeline.events import EventBase
+    from logphase.pipeline.report import Report
+
+
+class InputError(Exception):
+    """A problem with what the user gave us: reported in one line, exit code 2."""
+
+
+def parse_expect(items: Sequence[str]) -> dict[str, str]:
+    from logphase.pipeline.report import normalize_expect
+
+    pairs: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip().lstrip("-"):
+            raise InputError(f"--expect takes KEY=VALUE (as in server_args, e.g. mem_fraction_static=0.88), got {item!r}")
+        pairs[key] = value
+    return normalize_expect(pairs)
+
+
+def check_since(value: str | None) -> None:
+    if value is None:
+        return
+    from logphase.pipeline.engine import normalize_time
+
+    try:
+        normalize_time(value)
+    except ValueError:
+        raise InputError(f"--since: not a time: {value!r} (use e.g. '2026-05-09 09:20:00')") from None
+
+
+def open_input(name: str) -> tuple[BinaryIO, str]:
+    """Open FILE or - (stdin) for reading bytes; every failure is an InputError with one line."""
+    if name == "-":
+        return sys.stdin.buffer, "<stdin>"
+    try:
+        st = os.stat(name)
+    except FileNotFoundError:
+        raise InputError(f"{name}: no such file") from None
+    except PermissionError:
+        raise InputError(f"{name}: permission denied") from None
+    except OSError as exc:
+        raise InputError(f"{name}: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise InputError(f"{name}: is a directory, give a log file")
+    try:
+        return open(name, "rb"), name
+    except PermissionError:
+        raise InputError(f"{name}: permission denied") from None
+    except OSError as exc:
+        raise InputError(f"{name}: {exc.strerror or exc}") from None
+
+
+def read_head(handle: BinaryIO, source: str) -> tuple[Report | None, bytes]:
+    """The first block of the input, or the saved report the input is (see logphase.faces.loading)."""
+    from logphase.faces.loading import NotAReport, saved_report
+    from logphase.pipeline.engine import BLOCK_SIZE
+
+    try:
+        first = handle.read(BLOCK_SIZE)
+        report, head = saved_report(handle, first, source)
+    except OSError as exc:
+        raise InputError(f"{source}: read failed: {exc.strerror or exc}") from None
+    except NotAReport as exc:
+        raise InputError(str(exc)) from None
+    if report is not None and handle is not sys.stdin.buffer:
+        handle.close()
+    return report, head
+
+
+def feed_all(
+    engine: Engine,
+    handle: BinaryIO,
+    source: str,
+    on_events: Callable[[list[EventBase]], None] | None = None,
+    head: bytes = b"",
+) -> None:
+    """Feed a whole input (``head``, already read from it, first) to the engine in large blocks,
+    finish it and close the input; a read error is an InputError."""
+    from logphase.pipeline.engine import BLOCK_SIZE
+
+    try:
+        if head:
+            events = engine.feed(head)
+            if on_events is not None:
+                on_events(events)
+        while True:
+            try:
+                block = handle.read(BLOCK_SIZE)
+            except OSError as exc:
+                raise InputError(f"{source}: read failed: {exc.strerror or exc}") from None
+            if not block:
+                break
+            events = engine.feed(block)
+            if on_events is not None:
+                on_events(events)
+        events = engine.finish()
+        if on_events is not None:
+            on_events(events)
+    finally:
+        if handle is not sys.stdin.buffer:
+            handle.close()
+
+
+def read_input(name: str, since: str | None = None) -> Report:
+    """The report on a log, or the saved report, given by name (- for stdin)."""
+    from logphase.faces.loading import NotAReport, read_report
+
+    handle, source = open_input(name)
+    try:
+        return read_report(handle, source, since)
+    except NotAReport as exc:
+        raise InputError(str(exc)) from None
+    except OSError as exc:
+        raise InputError(f"{source}: read failed: {exc.strerror or exc}") from None
+    finally:
+        if handle is not sys.stdin.buffer:
+            handle.close()

@@ -1,0 +1,44 @@
+"""Command-line options that several commands share, declared once."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_expect(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--expect",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a server_args value you launched with, e.g. mem_fraction_static=0.88; "
+        "a mismatch is a stale_log warning (repeatable)",
+    )
+
+
+def add_since(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--since", metavar="TIME", help="ignore output before this time, e.g. '2026-05-09 09:20:00'")
+
+
+def add_expect_since(p: argparse.ArgumentParser) -> None:
+    add_expect(p)
+    add_since(p)
+
+
+def add_color(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--color",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="colour the text output: auto (on a terminal, unless NO_COLOR is set; default), always, never",
+    )
+
+
+def add_tolerance(p: argparse.ArgumentParser, scope: str) -> None:
+    """--tolerance and --slack, for comparisons with a baseline (``scope`` prefixes their help)."""
+    p.add_argument("--tolerance", metavar="RATIO", help=f"{scope}allowed slowdown per phase, 0.2 = 20%% (default 0.2)")
+    p.add_argument(
+        "--slack",
+        metavar="SECONDS",
+        help=f"{scope}a phase is slower only if also this many seconds slower (default 1; logs stamp whole seconds)",
+    )

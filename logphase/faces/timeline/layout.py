@@ -1,0 +1,379 @@
+"""The model of the picture: from a report to rows of bars, markers and memory points, in seconds
+since launch (or in phase order when the log has no timestamps). No drawing here."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from logphase.faces.timeline.style import LANE_H, MAX_RANK_ROWS, MAX_ROWS, ROW_H, compress_ranks, parse_ts
+from logphase.faces.wording import fmt_duration
+from logphase.pipeline.phases import Phase
+from logphase.pipeline.report import PhaseReport, Report, UnaccountedReport, rank_sort_key, resolve_rank
+
+# -- the model of the picture ----------------------------------------------------------------------
+
+
+@dataclass
+class Bar:
+    phase: Phase
+    x0: float | None  # seconds since launch (ordinal position when the run has no timestamps)
+    x1: float | None
+    duration: float | None
+    kind: str = "closed"  # closed, open (still running), cut (interrupted by the failure), failed, unknown
+    title: str = ""
+    lane: int = 0  # phases that overlap in time (the server row of ranks out of step) go in lanes
+
+
+@dataclass
+class Row:
+    label: str
+    kind: str  # server, rank, group, summary
+    ranks: list[str] = field(default_factory=list)
+    bars: list[Bar] = field(default_factory=list)
+    title: str = ""
+    lanes: int = 1
+
+    @property
+    def height(self) -> float:
+        return ROW_H + (self.lanes - 1) * LANE_H
+
+
+@dataclass
+class Mark:
+    x: float
+    row: int
+    title: str
+
+
+@dataclass
+class Timeline:
+    report: Report
+    t0: datetime | None
+    span: float
+    ordinal: bool
+    rows: list[Row]
+    notes: list[str]
+    failure: Mark | None
+    echoes: list[Mark]
+    ready_x: float | None
+    memory: dict[str, list[tuple[float, float, str]]]  # rank -> [(x, GB, boundary)]
+    memory_unplaced: list[str]
+    gaps: list[tuple[float, float, UnaccountedReport]] = field(default_factory=list)  # (x0, x1, gap)
+
+
+def seconds_since(t0: datetime | None, ts: str | None) -> float | None:
+    when = parse_ts(ts)
+    if when is None or t0 is None:
+        return None
+    return (when - t0).total_seconds()
+
+
+def build_timeline(report: Report) -> Timeline:
+    stamps: list[datetime] = []
+    for p in report.phases:
+        for ts in (p.start, p.end, *(t for s in p.ranks.values() for t in (s.start, s.end))):
+            when = parse_ts(ts)
+            if when is not None:
+                stamps.append(when)
+    t0 = min(stamps) if stamps else None
+    ordinal = t0 is None
+    notes: list[str] = []
+    failure = report.failure
+
+    def sec(ts: str | None) -> float | None:
+        return seconds_since(t0, ts)
+
+    # when the failure struck: its own line's time, else where the report ends startup
+    tf: float | None = None
+    if failure is not None and not ordinal:
+        tf = sec(failure.ts)
+        if tf is None and report.total_startup_s is not None:
+            launch = next((p for p in report.phases if p.name is Phase.LAUNCH and p.start), None)
+            if launch is not None:
+                tf = (sec(launch.start) or 0.0) + report.total_startup_s
+        if tf is None:
+            failing = next((p for p in report.phases if p.name == failure.phase), None)
+            if failing is not None:
+                tf = sec(failing.end) if failing.end else None
+        if tf is None:
+            tf = max((_bar_end(p, sec) or 0.0 for p in report.phases), default=0.0)
+
+    server = Row(label="server", kind="server", title="the server as a whole: each phase from its first to its last rank")
+    for i, p in enumerate(report.phases):
+        failing = failure is not None and failure.phase == p.name
+        server.bars.append(_bar(report, p, p.start, p.end, p.duration_s, sec, tf, i, failing))
+    rank_rows = [_rank_row(report, r, sec, tf) for r in report.ranks]
+    rows = [server, *_collapse(report, rank_rows, notes)]
+    if ordinal:
+        notes.append("this run has no timestamps: phases are shown in order, not to scale")
+    else:
+        _place_unknown(rows, notes)
+    for row in rows:
+        _assign_lanes(row)
+    if rows[0].lanes > 1:
+        notes.append("the ranks are out of step: on the server row, phases that overlap in time are drawn one under the other")
+
+    end = 0.0
+    for row in rows:
+        for b in row.bars:
+            end = max(end, b.x1 or 0.0, b.x0 or 0.0)
+    if tf is not None:
+        end = max(end, tf)
+    echoes: list[Mark] = []
+    failure_mark: Mark | None = None
+    if failure is not None:
+        row_i = _row_of(rows, failure.rank)
+        failure_mark = Mark(
+            x=tf if tf is not None else end,
+            row=row_i,
+            title=f"{failure.cause.value} on {failure.rank or 'the server'}, line {failure.line}: {failure.message[:300]}",
+        )
+        for c in failure.consequences:
+            rank = c.rank
+            x = sec(c.ts) if not ordinal else None
+            x = failure_mark.x if x is None else x
+            end = max(end, x)
+            echoes.append(Mark(x=x, row=_row_of(rows, rank), title=f"consequence, line {c.line}: {c.message[:200]}"))
+    ready = next((p for p in report.phases if p.name is Phase.READY), None)
+    ready_x = None
+    if ready is not None:
+        ready_x = next((b.x0 for b in server.bars if b.phase is Phase.READY), None)
+    if ordinal:
+        end = max(float(len(report.phases)), 1.0)
+    span = max(end, 1.0)
+
+    memory, unplaced = _memory_points(report, sec, ordinal)
+    gaps = []
+    if not ordinal:
+        for gap in report.unaccounted:
+            x0, x1 = sec(gap.start), sec(gap.end)
+            if x0 is not None and x1 is not None:
+                gaps.append((x0, x1, gap))
+    return Timeline(report, t0, span, ordinal, rows, notes, failure_mark, echoes, ready_x, memory, unplaced, gaps)
+
+
+def _bar_end(p: PhaseReport, sec: Any) -> float | None:
+    start = sec(p.start)
+    end = sec(p.end)
+    if end is None and start is not None and p.duration_s is not None:
+        end = start + p.duration_s
+    return end
+
+
+def _bar(
+    report: Report,
+    p: PhaseReport,
+    start: str | None,
+    end: str | None,
+    duration: float | None,
+    sec: Any,
+    tf: float | None,
+    index: int,
+    failing: bool,
+) -> Bar:
+    name = p.name
+    if sec(start) is None and not any(parse_ts(x) for x in (start, end)):
+        if report.phases and all(parse_ts(q.start) is None for q in report.phases):
+            # the whole run lacks timestamps: phase order instead of time
+            return Bar(name, index + 0.04, index + 0.96, None, "unknown", f"{name.value}: no timestamps")
+        return Bar(name, None, None, duration, "unknown", f"{name.value}: no timestamps")
+    x0 = sec(start)
+    x1 = sec(end)
+    kind = "closed"
+    if x0 is None:  # an end without a start
+        x0 = x1 - duration if x1 is not None and duration is not None else x1
+        kind = "unknown"
+    elif x1 is None:
+        x1 = x0 + (duration or 0.0)
+        if report.outcome == "failed":
+            # never closed: the failure stopped it (on the failing rank, exactly at the failure)
+            kind = "cut"
+            if tf is not None and tf >= x0:
+                x1 = tf if failing else min(x1, tf)
+        else:
+            kind = "open"
+    was_cut = kind == "cut"
+    if failing and kind != "unknown":
+        kind = "failed"
+    dur = duration if duration is not None else (x1 - x0 if x0 is not None and x1 is not None else None)
+    if was_cut and x0 is not None and x1 is not None:
+        dur = x1 - x0
+    state = {
+        "closed": "",
+        "open": " (still running at the end of the log)",
+        "cut": " (never finished: the failure stopped it)",
+        "failed": " (the failure struck here)",
+        "unknown": " (no timestamp for its start)",
+    }[kind]
+    when = f", from {start.replace('T', ' ')}" if start else ""
+    return Bar(name, x0, x1, dur, kind, f"{name.value}: {fmt_duration(dur)}{when}{state}")
+
+
+def _rank_row(report: Report, rank: str, sec: Any, tf: float | None) -> Row:
+    row = Row(label=rank, kind="rank", ranks=[rank], title=rank)
+    failure = report.failure
+    for i, p in enumerate(report.phases):
+        span = p.ranks.get(rank)
+        if span is None:
+            continue
+        failing = failure is not None and failure.phase == p.name and _same_rank(failure.rank, rank, report.ranks)
+        row.bars.append(_bar(report, p, span.start, span.end, span.duration_s, sec, tf, i, failing))
+    return row
+
+
+def _same_rank(wanted: str | None, rank: str, ranks: list[str]) -> bool:
+    return wanted is not None and resolve_rank(wanted, ranks) == rank
+
+
+def _row_of(rows: list[Row], rank: str | None) -> int:
+    every = [r for row in rows for r in row.ranks]
+    resolved = resolve_rank(rank, every)
+    if resolved is None:
+        return 0
+    for i, row in enumerate(rows):
+        if row.kind != "summary" and resolved in row.ranks:
+            return i
+    return 0
+
+
+def _collapse(report: Report, rank_rows: list[Row], notes: list[str]) -> list[Row]:
+    n = len(rank_rows)
+    if n <= MAX_RANK_ROWS:
+        return rank_rows
+    failing = resolve_rank(report.failure.rank, report.ranks) if report.failure else None
+    groups: dict[tuple[Any, ...], list[Row]] = {}
+    for row in rank_rows:
+        key = tuple((b.phase, b.x0, b.x1, b.kind) for b in row.bars)
+        if row.ranks[0] == failing:
+            key = ("failing", *key)
+        groups.setdefault(key, []).append(row)
+    if len(groups) <= MAX_ROWS - 1:
+        out: list[Row] = []
+        for members in groups.values():
+            ranks = [m.ranks[0] for m in members]
+            label = compress_ranks(ranks, 24)
+            if len(ranks) > 1:
+                label += f" ({len(ranks)})"
+            out.append(Row(label=label, kind="group", ranks=ranks, bars=members[0].bars, title=", ".join(ranks)))
+        out.sort(key=lambda r: rank_sort_key(r.ranks[0]))
+        notes.append(
+            f"{n} ranks in {len(groups)} distinct timelines: each row is a group of ranks whose phases are identical "
+            "(the count is in brackets)"
+        )
+        return out
+    # too many distinct timelines: earliest / median / latest per phase, plus the failing rank
+    rows: list[Row] = []
+    for label, pick in (("earliest rank", min), ("median rank", statistics.median_low), ("latest rank", max)):
+        row = Row(label=label, kind="summary", ranks=[], title=f"{label} of {n}: per phase, the {label.split()[0]} start and end")
+        for phase in [p.name for p in report.phases]:
+            spans = [b for r in rank_rows for b in r.bars if b.phase is phase and b.x0 is not None and b.x1 is not None]
+            if not spans:
+                continue
+            x0 = pick([b.x0 for b in spans])  # type: ignore[type-var]
+            x1 = pick([b.x1 for b in spans])  # type: ignore[type-var]
+            durations = sorted(b.x1 - b.x0 for b in spans)  # type: ignore[operator]
+            timed = {id(b) for b in spans}
+            slowest = max((r for r in rank_rows for b in r.bars if id(b) in timed), key=lambda r: _dur(r, phase))
+            title = (
+                f"{phase.value} over {len(spans)} ranks: duration min {fmt_duration(durations[0])}, "
+                f"median {fmt_duration(statistics.median_low(durations))}, max {fmt_duration(durations[-1])} "
+                f"({slowest.ranks[0]})"
+            )
+            kinds = {b.kind for b in spans}
+            kind = "open" if "open" in kinds and pick is max else "closed"
+            row.bars.append(Bar(phase, x0, max(x0, x1), max(x1 - x0, 0.0), kind, title))
+        rows.append(row)
+    if failing is not None:
+        rows.extend(r for r in rank_rows if r.ranks[0] == failing)
+    notes.append(
+        f"{n} ranks in {len(groups)} distinct timelines: the rank rows show, per phase, the earliest, median and "
+        "latest start and end across ranks" + (f"; the failing rank {failing} has its own row" if failing else "")
+    )
+    return rows
+
+
+def _assign_lanes(row: Row) -> None:
+    ends: list[float] = []
+    for b in row.bars:
+        x0 = b.x0 if b.x0 is not None else 0.0
+        x1 = b.x1 if b.x1 is not None else x0
+        for lane, end in enumerate(ends):
+            if end <= x0 + 1e-6:
+                b.lane = lane
+                ends[lane] = x1
+                break
+        else:
+            b.lane = len(ends)
+            ends.append(x1)
+    row.lanes = max(1, len(ends))
+
+
+def _dur(row: Row, phase: Phase) -> float:
+    return next(((b.x1 or 0.0) - (b.x0 or 0.0) for b in row.bars if b.phase is phase), 0.0)
+
+
+def _place_unknown(rows: list[Row], notes: list[str]) -> None:
+    """Phases without timestamps go between their row's known neighbours, drawn dashed."""
+    missing: dict[str, list[str]] = {}
+    for row in rows:
+        for i, b in enumerate(row.bars):
+            if b.x0 is not None and b.x1 is not None:
+                continue
+            before = [x for c in row.bars[:i] for x in (c.x0, c.x1) if x is not None]
+            after = [x for c in row.bars[i + 1 :] for x in (c.x0, c.x1) if x is not None]
+            lo = max(before) if before else (b.x1 if b.x1 is not None else 0.0)
+            hi = min(after) if after else None
+            b.x0 = lo if b.x0 is None else b.x0
+            b.x1 = hi if b.x1 is None else b.x1
+            b.kind = "unknown"
+            b.duration = None
+            missing.setdefault(b.phase.value, []).append(row.label)
+    for phase, where in missing.items():
+        who = "on the server row" if where == ["server"] else "on " + ", ".join(where[:4]) + (" …" if len(where) > 4 else "")
+        notes.append(f"{phase}: no timestamps {who}; drawn dashed between the phases around it")
+
+
+def _memory_points(report: Report, sec: Any, ordinal: bool) -> tuple[dict[str, list[tuple[float, float, str]]], list[str]]:
+    phases = {p.name.value: p for p in report.phases}
+    out: dict[str, list[tuple[float, float, str]]] = {}
+    unplaced: list[str] = []
+    for rank, values in report.memory.avail_gb.items():
+        points: list[tuple[float, float, str]] = []
+        for boundary, gb in values.items():
+            name, _, edge = boundary.rpartition("_")
+            p = phases.get(name)
+            x: float | None = None
+            if p is not None:
+                if ordinal:
+                    index = [q.name.value for q in report.phases].index(name)
+                    x = index + (0.04 if edge == "start" else 0.96)
+                else:
+                    span = p.ranks.get(rank)
+                    ts = (span.start if edge == "start" else span.end) if span is not None else None
+                    if ts is None:
+                        ts = p.start if edge == "start" else p.end
+                    x = sec(ts)
+                    if x is None and edge == "end" and span is not None and sec(span.start) is not None:
+                        x = sec(span.start) + (span.duration_s or 0.0)
+            if x is None:
+                unplaced.append(f"{rank} {boundary}")
+                continue
+            points.append((x, gb, boundary))
+        points.sort(key=lambda t: (t[0], _boundary_order(t[2])))
+        if points:
+            out[rank] = points
+    return out, unplaced
+
+
+def _boundary_order(boundary: str) -> int:
+    name, _, edge = boundary.rpartition("_")
+    try:
+        return Phase(name).index * 2 + (edge == "end")
+    except ValueError:
+        return 99
+
+
+# -- drawing ---------------------------------------------------------------------------------------

@@ -1,0 +1,360 @@
+"""The page around the chart: one self-contained HTML document (inline SVG and CSS, nothing
+fetched), and the drawing alone as an SVG file."""
+
+from __future__ import annotations
+
+from logphase.faces.timeline.drawing import Svg, defs, draw_chart
+from logphase.faces.timeline.layout import Timeline, build_timeline, seconds_since
+from logphase.faces.timeline.style import (
+    CONFIG_SHOWN,
+    ECHO_COLOR,
+    FAILURE_COLOR,
+    FONT,
+    MONO,
+    PHASE_COLORS,
+    READY_COLOR,
+    SCHEDULER_SHOWN,
+    WIDTH,
+    compress_ranks,
+    esc,
+    num,
+    text_width,
+)
+from logphase.faces.wording import clip, fmt_duration, headline, plural
+from logphase.pipeline.phases import PHASE_ORDER, Phase
+from logphase.pipeline.report import Report
+
+# -- the text around the chart ---------------------------------------------------------------------
+
+
+def _run_text(report: Report) -> str:
+    if report.runs <= 1:
+        return ""
+    return f"run {report.run} of {report.runs} in this file (from line {report.run_start_line})"
+
+
+def _model_text(report: Report) -> str:
+    c = report.config
+    parts = [str(c["model_path"])] if c.get("model_path") else []
+    parallel = [
+        f"{k.removesuffix('_size')}={c[k]}" for k in ("tp_size", "dp_size", "ep_size", "pp_size") if c.get(k) not in (None, 1)
+    ]
+    parts.extend(parallel)
+    if c.get("mem_fraction_static") is not None:
+        parts.append(f"mem_fraction_static={c['mem_fraction_static']}")
+    return ", ".join(parts)
+
+
+def config_items(report: Report) -> list[tuple[str, str]]:
+    items = [(k, report.config[k]) for k in CONFIG_SHOWN if report.config.get(k) not in (None, False, "")]
+    scheduler = report.config.get("scheduler") or {}
+    items += [(k, scheduler[k]) for k in SCHEDULER_SHOWN if scheduler.get(k) is not None and k not in report.config]
+    m = report.memory
+    for key, value in (
+        ("weights", m.weights_gb),
+        ("KV cache", m.kv_cache_gb),
+        ("mamba cache", m.mamba_cache_gb),
+        ("CUDA graphs", m.cuda_graph_gb),
+        ("lowest free during capture", m.min_avail_during_capture_gb),
+    ):
+        if value is not None:
+            items.append((key, f"{value:.2f} GB"))
+    return [(k, str(v)) for k, v in items]
+
+
+def _phase_rows(report: Report, tl: Timeline) -> list[tuple[Phase | None, str, str, str, str, str]]:
+    """(phase, start, since launch, duration, slowest rank, free memory); phase None is time between phases."""
+    out: list[tuple[Phase | None, str, str, str, str, str]] = []
+    gaps = {g.after: g for g in report.unaccounted}
+    seen = {p.name for p in report.phases}
+    avail = report.memory.avail_gb
+    for p in report.phases:
+        start = p.start.split("T")[-1] if p.start else "no timestamp"
+        rel = ""
+        when = seconds_since(tl.t0, p.start)
+        if when is not None:
+            when = round(when)
+            rel = f"+{when} s" if when < 60 else f"+{when // 60}:{when % 60:02d}"
+        slowest = ""
+        if len(p.ranks) > 1:
+            durations = [s.duration_s or 0.0 for s in p.ranks.values()]
+            rank, span = max(p.ranks.items(), key=lambda kv: kv[1].duration_s or 0.0)
+            same = max(durations) - min(durations) < 0.5 and len(durations) == len(report.ranks)
+            slowest = "same on all" if same else f"{rank} {fmt_duration(span.duration_s)}"
+        state = ""
+        if p.end is None and report.outcome == "starting":
+            state = " (open)"
+        if report.failure is not None and report.failure.phase == p.name:
+            state = " (failed here)"
+        edges = []
+        for edge in ("start", "end"):
+            values = [v[f"{p.name.value}_{edge}"] for v in avail.values() if f"{p.name.value}_{edge}" in v]
+            edges.append(f"{min(values):.1f}" if values else "")
+        memory = " → ".join(e or "?" for e in edges) + " GB" if any(edges) else ""
+        out.append((p.name, start, rel, fmt_duration(p.duration_s) + state, slowest, memory))
+        gap = gaps.get(p.name)
+        if gap is not None:
+            lines = f"lines {gap.first_line}–{gap.last_line}" if gap.first_line and gap.last_line else ""
+            out.append((None, gap.start.split("T")[-1], "", fmt_duration(gap.duration_s), lines, ""))
+    furthest = max((p.name.index for p in report.phases), default=-1)
+    for phase in PHASE_ORDER:
+        if phase not in seen:
+            state = "not in the log" if phase.index < furthest else "not reached"
+            out.append((phase, "", "", state, "", ""))
+    return out
+
+
+CSS = f"""
+* {{ box-sizing: border-box; }}
+body {{ margin: 0; background: #ffffff; color: #1d1d1f; font: 13px/1.45 {FONT}; }}
+main {{ max-width: {WIDTH + 40}px; margin: 0 auto; padding: 14px 20px 24px; }}
+h1 {{ font-size: 18px; margin: 0; font-weight: bold; }}
+h2 {{ font-size: 13px; margin: 0 0 6px; text-transform: uppercase; letter-spacing: .04em; color: #555; }}
+.head {{ display: flex; align-items: baseline; gap: 14px; flex-wrap: wrap; }}
+.status {{ font-weight: bold; padding: 2px 10px; border-radius: 4px; color: #fff; }}
+.status.failed {{ background: {FAILURE_COLOR}; }} .status.ready {{ background: {READY_COLOR}; }}
+.status.starting {{ background: #b26a00; }}
+.meta {{ color: #444; margin: 4px 0 10px; }}
+.meta span + span::before {{ content: " · "; color: #999; }}
+.failure {{ border: 1px solid #f1b5b5; border-left: 5px solid {FAILURE_COLOR}; background: #fff6f6;
+  padding: 8px 12px; margin: 0 0 10px; border-radius: 4px; }}
+.failure .cause {{ font-size: 15px; font-weight: bold; color: {FAILURE_COLOR}; }}
+.failure pre {{ font: 12px/1.4 {MONO}; white-space: pre-wrap; word-break: break-word; margin: 4px 0;
+  background: #fff; border: 1px solid #f3d0d0; padding: 4px 8px; max-height: 7.5em; overflow: hidden; }}
+.failure .hint {{ margin: 4px 0 0; }} .failure .hint b {{ color: #1a5e20; }}
+.failure .echoes {{ color: #6b4a12; font-size: 12px; margin-top: 4px; }}
+.failure ul {{ margin: 0; padding-left: 22px; }}
+.warnings {{ border: 1px solid #ecd08a; border-left: 5px solid #d49a00; background: #fffaf0; padding: 6px 12px 4px;
+  margin: 0 0 10px; border-radius: 4px; }}
+.chart {{ border: 1px solid #e3e5e8; border-radius: 4px; padding: 4px 0 0; }}
+.chart svg {{ display: block; width: 100%; height: auto; }}
+.notes {{ color: #7a4b00; font-size: 12px; margin: 4px 10px 6px; padding: 0; list-style: none; }}
+.legend {{ display: flex; flex-wrap: wrap; gap: 4px 16px; margin: 6px 10px 8px; font-size: 12px; }}
+.legend i {{ display: inline-block; width: 12px; height: 12px; border-radius: 2px; vertical-align: -2px; margin-right: 4px; }}
+.cols {{ display: grid; grid-template-columns: minmax(0, 1.05fr) minmax(0, 1fr); gap: 14px; margin-top: 12px; }}
+table {{ border-collapse: collapse; width: 100%; font-size: 12.5px; }}
+td, th {{ text-align: left; padding: 2px 8px 2px 0; border-bottom: 1px solid #eef0f2; vertical-align: top; }}
+th {{ color: #555; font-weight: normal; }}
+td.num {{ text-align: right; white-space: nowrap; }}
+.sw {{ display: inline-block; width: 10px; height: 10px; border-radius: 2px; margin-right: 6px; }}
+.dim {{ color: #999; }}
+tr.gap td {{ color: #555; }} .gapsw {{ background: repeating-linear-gradient(45deg, #f1f3f4 0 2px, #c4c8cc 2px 4px); }}
+.warn {{ margin: 0 0 4px; }} .warn b {{ color: #8a4b00; }}
+.kind {{ display: inline-block; font: 11px {MONO}; background: #fff3d6; border: 1px solid #ecd08a; border-radius: 3px;
+  padding: 0 4px; margin-right: 4px; color: #6b4a12; }}
+.config td:nth-child(even) {{ font-family: {MONO}; font-size: 12px; overflow-wrap: anywhere; }}
+.config td:nth-child(odd) {{ color: #555; }}
+footer {{ color: #888; font-size: 11.5px; margin-top: 12px; }}
+"""
+
+
+def render_html(report: Report) -> str:
+    """The whole page: one self-contained HTML document."""
+    tl = build_timeline(report)
+    chart, height = draw_chart(tl, 0)
+    out: list[str] = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{esc(report.source)}: {esc(headline(report))}</title>",
+        f"<style>{CSS}</style></head><body><main>",
+        '<div class="head">',
+        "<h1>Startup timeline</h1>",
+        f'<span class="status {esc(report.outcome)}" id="outcome">{esc(headline(report))}</span>',
+        f"<span>{esc(report.source)}</span>",
+        "</div>",
+    ]
+    meta = [x for x in (_model_text(report), _ranks_text(report), _run_text(report)) if x]
+    out.append('<div class="meta">' + "".join(f"<span>{esc(x)}</span>" for x in meta) + "</div>")
+    f = report.failure
+    if f is not None:
+        where = f"on {f.rank}" if f.rank else "in the server process"
+        out.append('<section class="failure" id="failure">')
+        out.append(
+            f'<div><span class="cause" id="cause">✖ {esc(f.cause.value)}</span> '
+            f"{esc(where)}, in {esc(f.phase.value if f.phase else 'an unknown phase')}, "
+            f"<b>line {f.line}</b> of the log</div>"
+        )
+        out.append(f"<pre>{esc(f.message)}</pre>")
+        out.append(f'<div class="hint"><b>hint</b> {esc(f.hint)}</div>')
+        if f.consequences:
+            n = len(f.consequences)
+            out.append(
+                f'<div class="echoes">○ {n} other line{"s follow" if n > 1 else " follows"} from it: '
+                f"consequence{'s' if n > 1 else ''}, not the cause (hollow markers on the chart):<ul>"
+            )
+            for c in f.consequences[:3]:
+                message = clip(c.message.splitlines()[0] if c.message else "", 150)
+                out.append(f"<li>line {c.line}: {esc(message)}</li>")
+            if n > 3:
+                out.append(f"<li>and {n - 3} more</li>")
+            out.append("</ul></div>")
+        out.append("</section>")
+    if report.warnings:
+        out.append('<section class="warnings" id="warnings">')
+        for w in report.warnings:
+            line = f" (line {w.line})" if w.line else ""
+            out.append(f'<p class="warn"><span class="kind">{esc(w.kind)}</span>{esc(w.message)}{esc(line)}</p>')
+        out.append("</section>")
+    out.append('<section class="chart">')
+    out.append(
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {num(height)}" width="{WIDTH}" '
+        f'height="{num(height)}" role="img" aria-label="startup timeline">{defs()}{chart}</svg>'
+    )
+    out.append('<div class="legend">' + _legend_html(report, tl) + "</div>")
+    if tl.notes:
+        out.append('<ul class="notes">' + "".join(f"<li>{esc(n)}</li>" for n in tl.notes) + "</ul>")
+    out.append("</section>")
+    out.append('<div class="cols"><section><h2>Phases</h2><table class="phases">')
+    out.append(
+        '<tr><th>phase</th><th>start</th><th></th><th class="num">duration</th><th>slowest rank</th>'
+        '<th class="num" title="lowest over ranks">free GPU memory</th></tr>'
+    )
+    for phase, start, rel, duration, slowest, memory in _phase_rows(report, tl):
+        if phase is None:
+            out.append(
+                '<tr class="gap"><td><span class="sw gapsw"></span><i>between phases</i></td>'
+                f'<td>{esc(start)}</td><td></td><td class="num">{esc(duration)}</td><td>{esc(slowest)}</td><td></td></tr>'
+            )
+            continue
+        dim = ' class="dim"' if not start and not rel else ""
+        out.append(
+            f'<tr{dim}><td><span class="sw" style="background:{PHASE_COLORS[phase]}"></span>{esc(phase.value)}</td>'
+            f'<td>{esc(start)}</td><td class="num">{esc(rel)}</td><td class="num">{esc(duration)}</td><td>{esc(slowest)}</td>'
+            f'<td class="num">{esc(memory)}</td></tr>'
+        )
+    out.append("</table></section><section>")
+    items = config_items(report)
+    if items:
+        out.append('<h2>Configuration</h2><table class="config">')
+        half = (len(items) + 1) // 2
+        for left, right in zip(items[:half], items[half:] + [("", "")] * (2 * half - len(items)), strict=True):
+            out.append(f"<tr><td>{esc(left[0])}</td><td>{esc(left[1])}</td><td>{esc(right[0])}</td><td>{esc(right[1])}</td></tr>")
+        out.append("</table>")
+    out.append("</section></div>")
+    lines = report.lines
+    out.append(
+        f"<footer>logphase · {lines.total} lines read: {lines.events} in events, {lines.unrecognized} unrecognized, "
+        f"{lines.blank} blank · times are the log's own (no time zone)</footer>"
+    )
+    out.append("</main></body></html>")
+    return "\n".join(out) + "\n"
+
+
+def _ranks_text(report: Report) -> str:
+    n = len(report.ranks)
+    if n == 0:
+        return ""
+    if n == 1:
+        return f"1 rank ({report.ranks[0]})"
+    return f"{n} ranks ({compress_ranks(report.ranks, 40)})"
+
+
+def _legend_html(report: Report, tl: Timeline) -> str:
+    parts = [f'<span><i style="background:{PHASE_COLORS[p.name]}"></i>{esc(p.name.value)}</span>' for p in report.phases]
+    if any(b.kind == "unknown" for r in tl.rows for b in r.bars):
+        parts.append(
+            '<span><i style="background:repeating-linear-gradient(45deg,#999 0 2px,#fff 2px 5px)"></i>no timestamps</span>'
+        )
+    if any(b.kind == "open" for r in tl.rows for b in r.bars):
+        parts.append("<span>… still running at the end of the log</span>")
+    if report.failure is not None:
+        parts.append(f'<span style="color:{FAILURE_COLOR}">✖ failure</span>')
+        if report.failure.consequences:
+            parts.append(f'<span style="color:{ECHO_COLOR}">○ consequence</span>')
+    if tl.ready_x is not None:
+        parts.append(f'<span style="color:{READY_COLOR}">◆ ready</span>')
+    return "".join(parts)
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    words = text.split()
+    lines: list[str] = []
+    current = ""
+    for word in words:
+        while len(word) > width:
+            if current:
+                lines.append(current)
+                current = ""
+            lines.append(word[:width])
+            word = word[width:]
+        if current and len(current) + 1 + len(word) > width:
+            lines.append(current)
+            current = word
+        else:
+            current = f"{current} {word}" if current else word
+    if current:
+        lines.append(current)
+    return lines or [""]
+
+
+def render_svg(report: Report) -> str:
+    """The picture alone, as one standalone SVG document: headline, failure, chart, legend, warnings."""
+    tl = build_timeline(report)
+    svg = Svg()
+    y = 24.0
+    svg.text(12, y, "Startup timeline", 17, font_weight="bold", fill="#1d1d1f")
+    status_color = {"failed": FAILURE_COLOR, "ready": READY_COLOR, "starting": "#b26a00"}[report.outcome]
+    svg.text(180, y, headline(report), 15, font_weight="bold", fill=status_color, id="outcome")
+    svg.text(180 + text_width(headline(report), 15) + 20, y, report.source, 12, fill="#444")
+    y += 18
+    meta = " · ".join(x for x in (_model_text(report), _ranks_text(report), _run_text(report)) if x)
+    if meta:
+        svg.text(12, y, meta, 12, fill="#444")
+        y += 8
+    f = report.failure
+    if f is not None:
+        y += 12
+        where = f"on {f.rank}" if f.rank else "in the server process"
+        svg.text(12, y, f"✖ {f.cause.value}", 14, font_weight="bold", fill=FAILURE_COLOR, id="cause")
+        svg.text(
+            20 + text_width(f"✖ {f.cause.value}", 14),
+            y,
+            f"{where}, in {f.phase.value if f.phase else 'an unknown phase'}, line {f.line} of the log",
+            12,
+            fill="#333",
+        )
+        for line in _wrap(f.message.splitlines()[0] if f.message else "", 170)[:3]:
+            y += 16
+            svg.text(24, y, line, 11.5, fill="#5a0f0f", font_family=MONO)
+        for i, line in enumerate(_wrap(f"hint: {f.hint}", 190)[:4]):
+            y += 16
+            svg.text(24, y, line, 12, fill="#1a5e20" if i == 0 else "#1d1d1f")
+        if f.consequences:
+            y += 16
+            svg.text(
+                24,
+                y,
+                f"○ {plural(len(f.consequences), 'other line')} follow from it (first: line {f.consequences[0].line}): "
+                + clip(f.consequences[0].message.splitlines()[0] if f.consequences[0].message else "", 120),
+                11.5,
+                fill=ECHO_COLOR,
+            )
+    y += 12
+    chart, height = draw_chart(tl, y)
+    svg.add(chart)
+    y += height + 8
+    x = 12.0
+    for p in report.phases:
+        label = f"{p.name.value} {fmt_duration(p.duration_s)}"
+        svg.rect(x, y - 9, 11, 11, fill=PHASE_COLORS[p.name], rx="2")
+        svg.text(x + 15, y, label, 11.5, fill="#222")
+        x += 15 + text_width(label, 11.5) + 16
+    for note in tl.notes:
+        y += 16
+        svg.text(12, y, note, 11, fill="#7a4b00")
+    for w in report.warnings:
+        for i, line in enumerate(_wrap(f"warning {w.kind}: {w.message}" + (f" (line {w.line})" if w.line else ""), 185)[:3]):
+            y += 16
+            svg.text(12 if i == 0 else 24, y, line, 11.5, fill="#8a4b00")
+    items = config_items(report)
+    if items:
+        for line in _wrap("config: " + ", ".join(f"{k}={v}" for k, v in items), 190)[:4]:
+            y += 16
+            svg.text(12, y, line, 11, fill="#444")
+    y += 14
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {num(y)}" width="{WIDTH}" height="{num(y)}" '
+        f'font-family="{FONT}" role="img" aria-label="startup timeline">'
+        f'<rect width="{WIDTH}" height="{num(y)}" fill="#ffffff"/>{defs()}\n{svg}\n</svg>\n'
+    )
