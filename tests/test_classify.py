@@ -7,7 +7,7 @@ import pytest
 from logphase.pipeline import events as ev
 from logphase.pipeline.classify import classify
 from logphase.pipeline.envelope import split_envelope
-from logphase.pipeline.messages import LineInfo
+from logphase.pipeline.events import LineInfo
 
 
 def event_of(line: str) -> ev.EventBase | None:

@@ -35,9 +35,9 @@ from logphase.faces.follow_records import (
 from logphase.faces.tail import Change, FileTail
 from logphase.faces.text import first_line, headline
 from logphase.pipeline.engine import Engine
-from logphase.pipeline.machine import seconds_between
 from logphase.pipeline.phases import PHASE_ORDER, Phase
 from logphase.pipeline.report import Report
+from logphase.pipeline.runs import seconds_between
 
 # How long silence is normal, per phase, before a stall is reported (seconds). Weight loading of a
 # large model and CUDA graph capture legitimately take many minutes with few or no log lines.

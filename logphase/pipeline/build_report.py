@@ -9,8 +9,8 @@ import re
 from typing import Any
 
 from logphase.pipeline.diagnosis import ECHO_PREFERENCE, Severity, hint, minimum_mem_fraction, named_rank
-from logphase.pipeline.machine import PHASE_ORDER, Incident, PhaseMachine, Run, seconds_between
-from logphase.pipeline.phases import Phase
+from logphase.pipeline.machine import PhaseMachine
+from logphase.pipeline.phases import PHASE_ORDER, Phase
 from logphase.pipeline.report import (
     LOW_CAPTURE_MEMORY_GB,
     UNACCOUNTED_MIN_S,
@@ -28,6 +28,7 @@ from logphase.pipeline.report import (
     resolve_rank,
     values_match,
 )
+from logphase.pipeline.runs import Incident, Run, seconds_between
 
 
 def build_report(

@@ -15,8 +15,9 @@ from functools import cache
 
 from logphase.pipeline import events as ev
 from logphase.pipeline.envelope import Envelope
+from logphase.pipeline.events import LineInfo
 from logphase.pipeline.grammars import first_terminals, message_rules, parse, terminal_pattern
-from logphase.pipeline.messages import MESSAGES, LineInfo
+from logphase.pipeline.messages import MESSAGES
 from logphase.pipeline.plain import MAX_PARSE_CHARS
 
 # grammars tried on a line's body, in this order when heads of several match at its start

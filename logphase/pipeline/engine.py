@@ -17,10 +17,10 @@ from logphase.pipeline import events as ev
 from logphase.pipeline.build_report import build_report
 from logphase.pipeline.classify import classify, foreign_source
 from logphase.pipeline.envelope import Envelope, split_envelope
+from logphase.pipeline.events import LineInfo
 from logphase.pipeline.grammars import terminal_pattern
 from logphase.pipeline.lines import LineSplitter, LogicalLine, Run, RunPatterns
 from logphase.pipeline.machine import PhaseMachine
-from logphase.pipeline.messages import LineInfo
 from logphase.pipeline.plain import PLAIN_LINES, PLAIN_RUN
 from logphase.pipeline.records import RecordAssembler, opens_record
 from logphase.pipeline.report import LinesReport, Report, normalize_expect

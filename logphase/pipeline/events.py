@@ -7,7 +7,7 @@ discriminator of the :data:`Event` union, and the stable name used in ``--events
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -395,3 +395,26 @@ Event = Annotated[
 ]
 
 EVENT_TYPES: tuple[type[EventBase], ...] = Event.__origin__.__args__  # type: ignore[attr-defined]
+
+
+class LineInfo(NamedTuple):
+    """Where a line came from: what every event built from it carries (see ``EventBase``)."""
+
+    line: int
+    offset: int
+    raw: str
+    ts: str | None
+    ts_inherited: bool
+    rank: str | None
+
+    def event(self, cls: type[EventBase], rule: str | None, **fields: Any) -> EventBase:
+        return cls(
+            line=self.line,
+            offset=self.offset,
+            raw=self.raw,
+            ts=self.ts,
+            ts_inherited=self.ts_inherited,
+            rank=self.rank,
+            rule=rule,
+            **fields,
+        )

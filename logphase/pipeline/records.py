@@ -16,8 +16,8 @@ from enum import Enum
 
 from logphase.pipeline import events as ev
 from logphase.pipeline.envelope import Envelope
+from logphase.pipeline.events import LineInfo
 from logphase.pipeline.grammars import Parsed, parse, terminal_pattern
-from logphase.pipeline.messages import LineInfo
 
 # An exception message may run over several lines ("Possible solutions:", torchrun's failure
 # report); beyond this many lines the record is closed and what follows is read on its own.

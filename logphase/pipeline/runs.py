@@ -1,0 +1,127 @@
+"""The state the phase machine keeps: runs of the server, each with a track per rank (the phases it
+entered, as spans of time and lines), its incidents and the facts its lines gave."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from logphase.pipeline import events as ev
+from logphase.pipeline.diagnosis import Assessment, Severity
+from logphase.pipeline.phases import Phase
+
+
+def seconds_between(a: str | None, b: str | None) -> float | None:
+    if a is None or b is None:
+        return None
+    return round((_parse_ts(b) - _parse_ts(a)).total_seconds(), 3)
+
+
+_TS_CACHE: dict[str, datetime] = {}
+
+
+def _parse_ts(ts: str) -> datetime:
+    value = _TS_CACHE.get(ts)
+    if value is None:
+        if len(_TS_CACHE) > 4096:
+            _TS_CACHE.clear()
+        value = _TS_CACHE[ts] = datetime.fromisoformat(ts)
+    return value
+
+
+@dataclass
+class Span:
+    start: str | None
+    start_line: int
+    end: str | None = None
+    end_line: int | None = None
+
+
+@dataclass
+class Track:
+    """One rank (or the main process, key None): the phases it entered."""
+
+    phase: Phase | None = None
+    spans: dict[Phase, Span] = field(default_factory=dict)
+
+    def enter(self, phase: Phase, ts: str | None, line: int) -> None:
+        if self.phase is not None and self.phase in self.spans:
+            current = self.spans[self.phase]
+            if current.end is None and current.end_line is None:
+                current.end, current.end_line = ts, line
+        self.phase = phase
+        self.spans[phase] = Span(ts, line)
+
+    def reopen(self, phase: Phase) -> None:
+        span = self.spans[phase]
+        span.end, span.end_line = None, None
+
+    def close(self, phase: Phase | None, ts: str | None, line: int) -> None:
+        if phase is None or self.phase is not phase:
+            return
+        span = self.spans[phase]
+        if span.end_line is None:
+            span.end, span.end_line = ts, line
+
+
+@dataclass
+class Incident:
+    event: ev.EventBase
+    assessment: Assessment
+    track_phase: Phase | None  # the phase the reporting rank was in
+
+
+@dataclass
+class Run:
+    index: int
+    start_line: int
+    first_ts: str | None = None
+    last_ts: str | None = None
+    clock_by_writer: dict[str | None, str] = field(default_factory=dict)
+    tracks: dict[str | None, Track] = field(default_factory=dict)
+    server_args: dict[str, Any] | None = None
+    server_args_line: int | None = None
+    ready_ts: str | None = None
+    ready_line: int | None = None
+    incidents: list[Incident] = field(default_factory=list)
+    overrides: list[ev.ParameterOverride] = field(default_factory=list)
+    notices: list[tuple[str, str, int]] = field(default_factory=list)  # (kind, message, line)
+    memory: dict[str, dict[str, float]] = field(default_factory=dict)  # rank -> boundary -> GB
+    memory_lines: dict[str, dict[str, int]] = field(default_factory=dict)  # rank -> boundary -> line
+    weights_gb: float | None = None
+    kv_cache_gb: float | None = None
+    kv_tokens: int | None = None
+    mamba_cache_gb: float | None = None
+    cuda_graph_gb: float | None = None
+    capture_avail_gb: tuple[float, str | None, int] | None = None  # lowest avail mem at capture
+    max_capture_bs: int | None = None
+    scheduler: dict[str, Any] = field(default_factory=dict)
+    timings: dict[str, str] = field(default_factory=dict)
+    last_line: int = 0
+    size_rank: str | None = None
+    shutdown_line: int | None = None
+
+    def extend(self, first_ts: str | None, last_ts: str | None, last_line: int) -> None:
+        """Lines up to ``last_line`` belong to the run; their times run from ``first_ts`` to ``last_ts``."""
+        if first_ts is not None and self.first_ts is None:
+            self.first_ts = first_ts
+        if last_ts is not None and (self.last_ts is None or last_ts > self.last_ts):
+            self.last_ts = last_ts
+        self.last_line = max(self.last_line, last_line)
+
+    @property
+    def finished(self) -> bool:
+        return self.ready_ts is not None or self.ready_line is not None or self.has_root
+
+    @property
+    def has_root(self) -> bool:
+        return any(i.assessment.severity is Severity.ROOT for i in self.incidents)
+
+    def furthest_phase(self) -> Phase | None:
+        phases = [t.phase for t in self.tracks.values() if t.phase is not None]
+        return max(phases, key=lambda p: p.index) if phases else None
+
+    def has_progress(self) -> bool:
+        furthest = self.furthest_phase()
+        return furthest is not None and furthest is not Phase.LAUNCH
