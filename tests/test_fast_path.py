@@ -117,7 +117,7 @@ def test_serving_tail_is_counted_in_bulk() -> None:
     data = STARTUP + tail.encode() + access.encode()
     engine = Engine(source="x", collect_events=False)
     items = engine._splitter.feed_runs(data, _PLAIN)
-    assert sum(item.count for item in items if isinstance(item, Run)) >= 5000
+    assert sum(item.size for item in items if isinstance(item, Run)) >= 5000
     assert report(data, False, []) == report(data, True, [])
 
 

@@ -64,7 +64,7 @@ class MachineVersusModel(RuleBasedStateMachine):
         self.rank_phase[None] = max(self.rank_phase.get(None, -1), 0)
         self.machine.feed(ev.ServerArgs(args={"tp_size": 2}, **self.meta(None)))  # type: ignore[arg-type]
 
-    @rule(rank=st.sampled_from(RANKS), phase=st.sampled_from(sorted(BEGINS, key=lambda p: p.index)))
+    @rule(rank=st.sampled_from(RANKS), phase=st.sampled_from(sorted(BEGINS, key=lambda p: p.order)))
     def begin(self, rank: str, phase: Phase) -> None:
         index = PHASE_ORDER.index(phase)
         current = self.rank_phase.get(rank, -1)

@@ -33,7 +33,7 @@ from logphase.faces.follow_records import (
     WarningRecord,
 )
 from logphase.faces.tail import Change, FileTail
-from logphase.faces.text import first_line, headline
+from logphase.faces.wording import first_line, headline
 from logphase.pipeline.engine import Engine
 from logphase.pipeline.phases import PHASE_ORDER, Phase
 from logphase.pipeline.report import Report
@@ -250,7 +250,7 @@ class Follower:
     def _stall_threshold(self) -> float:
         if self.options.stall_after is not None:
             return self.options.stall_after
-        return DEFAULT_STALL_AFTER.get(self.report.phase, 300.0)
+        return float(DEFAULT_STALL_AFTER.get(self.report.phase, 300.0))
 
     def _stall(self, now: float) -> list[FollowRecord]:
         if self.report.outcome != "starting" and self._quiet_runs is None:
@@ -258,7 +258,7 @@ class Follower:
         silent = now - self._last_input
         threshold = self._stall_threshold()
         # repeat at growing intervals: after 1x, 2x, 4x, 8x ... the threshold
-        due = threshold * (2**self._stall_count)
+        due = threshold * (1 << self._stall_count)
         if silent < due:
             return []
         self._stall_count += 1
@@ -276,7 +276,7 @@ class Follower:
 
     def next_deadline(self, now: float) -> float:
         """Seconds until something may be due without new input (flush or stall)."""
-        waits = [self._stall_threshold() * (2**self._stall_count) - (now - self._last_input)]
+        waits = [self._stall_threshold() * (1 << self._stall_count) - (now - self._last_input)]
         if self.engine.has_open_records():
             waits.append(self.options.flush_timeout - (now - self._last_input))
         return max(0.0, min(waits))
@@ -325,8 +325,9 @@ def follow_stream(
             yield from follower.feed(data, now)
         else:
             yield from follower.tick(now)
-        if verdict is None and follower.exit_code() is not None:
-            verdict = follower.exit_code()
+        reached = follower.exit_code() if verdict is None else None
+        if reached is not None:
+            verdict = reached
             if options.exit_at_verdict:
                 yield follower.summary()
                 return

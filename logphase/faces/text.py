@@ -85,10 +85,10 @@ def render_text(report: Report, color: bool = False) -> str:
         for w in report.warnings:
             line = f" (line {w.line})" if w.line else ""
             out.append(_paint(f"  warning {w.kind}: {clip(w.message, 400)}{line}", "warning", color))
-    lines = report.lines
+    counts = report.lines
     out.append("")
     out.append(
-        f"  lines {lines.total}: {lines.events} in events, {lines.unrecognized} unrecognized, {lines.blank} blank"
-        + (f", {lines.ignored} before --since" if lines.ignored else "")
+        f"  lines {counts.total}: {counts.events} in events, {counts.unrecognized} unrecognized, {counts.blank} blank"
+        + (f", {counts.ignored} before --since" if counts.ignored else "")
     )
     return "\n".join(out) + "\n"

@@ -205,7 +205,7 @@ def _assess_exception(e: ev.PythonException, after_ready: bool) -> Assessment | 
             return None
     phase = frames_phase(e.frames) or _message_phase(text)
     if e.header and e.header.startswith("Initialization failed"):
-        phase = phase if phase is not None and phase.index > Phase.WARMUP.index else Phase.WARMUP
+        phase = phase if phase is not None and phase.order > Phase.WARMUP.order else Phase.WARMUP
     cause = classify_text(text)
     if cause is None:
         if e.exc_type and e.exc_type.rsplit(".", 1)[-1] in ("ChildFailedError",):

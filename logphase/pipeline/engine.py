@@ -22,7 +22,7 @@ from logphase.pipeline.grammars import terminal_pattern
 from logphase.pipeline.lines import LineSplitter, LogicalLine, Run, RunPatterns
 from logphase.pipeline.machine import PhaseMachine
 from logphase.pipeline.plain import PLAIN_LINES, PLAIN_RUN
-from logphase.pipeline.records import RecordAssembler, opens_record
+from logphase.pipeline.records import RecordAssembler, line_shape, opens_record
 from logphase.pipeline.report import LinesReport, Report, normalize_expect
 
 # Raw text kept on an event; the rest of a long line is reachable through its line number.
@@ -89,10 +89,10 @@ class Engine:
                 self._line(line, out)
             return out
         for item in self._splitter.feed_runs(data, _PLAIN):
-            if type(item) is Run:
+            if isinstance(item, Run):
                 self._run(item, out)
             else:
-                self._line(item, out)  # type: ignore[arg-type]
+                self._line(item, out)
         return []
 
     def finish(self) -> list[ev.EventBase]:
@@ -226,31 +226,32 @@ class Engine:
             return
         env = split_envelope(text)
         if env.ts is not None:
-            if not self._gate_open and env.ts >= self._since:  # type: ignore[operator]
+            if not self._gate_open and self._since is not None and env.ts >= self._since:
                 self._gate_open = True
             self._last_ts = env.ts
         if not self._gate_open:
             self._counts["ignored"] += 1
             return
         if line.partial:
-            event = classify(env, self._info(line, env))
-            if isinstance(event, ev.ProgressBar):
-                self._emit(event, out)
+            bar = classify(env, self._info(line, env))
+            if isinstance(bar, ev.ProgressBar):
+                self._emit(bar, out)
                 self._counts["events"] += 1
             else:
                 self._counts["truncated"] += 1
                 self._truncated_line = line.lineno
             return
         if self._warning_tail:
-            if env.ts is None and text[:1] in " \t" and not text.lstrip().startswith('File "'):
+            shape = line_shape(text) if env.ts is None and text[:1] in " \t" else None
+            if env.ts is None and text[:1] in " \t" and (shape is None or shape.rule != "tb_frame"):
                 self._warning_tail -= 1
                 self._counts["events"] += 1
                 return
             self._warning_tail = 0
         foreign = foreign_source(env)
         consumed, closed = self._records.offer(env, line.lineno, foreign)
-        for event in closed:
-            self._emit(event, out)
+        for done in closed:
+            self._emit(done, out)
         if consumed:
             self._counts["events"] += 1
             return
@@ -258,12 +259,12 @@ class Engine:
         record = opens_record(env, info)
         if record is not None:
             record.last_line = line.lineno
-            for event in self._records.start(env.torch_rank, record):
-                self._emit(event, out)
+            for done in self._records.start(env.torch_rank, record):
+                self._emit(done, out)
             self._counts["events"] += 1
             return
-        event = classify(env, info)
-        if event is None:
+        found = classify(env, info)
+        if found is None:
             self._counts["unrecognized"] += 1
             if len(self.unrecognized_sample) < KEEP_UNRECOGNIZED:
                 self.unrecognized_sample.append((line.lineno, text[:300]))
@@ -271,9 +272,9 @@ class Engine:
                 self._on_unrecognized(line)
             return
         self._counts["events"] += 1
-        if isinstance(event, ev.PythonWarning):
+        if isinstance(found, ev.PythonWarning):
             self._warning_tail = WARNING_TAIL_LINES
-        self._emit(event, out)
+        self._emit(found, out)
 
     def _info(self, line: LogicalLine, env: Envelope) -> LineInfo:
         ts = env.ts

@@ -7,7 +7,7 @@ discriminator of the :data:`Event` union, and the stable name used in ``--events
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, NamedTuple
+from typing import Annotated, Any, Literal, NamedTuple, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -26,6 +26,7 @@ class EventBase(BaseModel):
     # protected_namespaces=(): fields such as model_class are ours (pydantic < 2.10 would warn)
     model_config = ConfigDict(frozen=False, extra="forbid", defer_build=True, protected_namespaces=())
 
+    kind: str = Field(description=KIND)
     line: int = Field(description="1-based line number of the first line (counts \\n only)")
     offset: int = Field(description="byte offset of the first byte of the event")
     raw: str = Field(description="the text of the logical line (first line for multi-line records)")
@@ -394,7 +395,7 @@ Event = Annotated[
     Field(discriminator="kind"),
 ]
 
-EVENT_TYPES: tuple[type[EventBase], ...] = Event.__origin__.__args__  # type: ignore[attr-defined]
+EVENT_TYPES: tuple[type[EventBase], ...] = get_args(get_args(Event)[0])
 
 
 class LineInfo(NamedTuple):

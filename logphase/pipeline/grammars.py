@@ -151,8 +151,8 @@ class _Flatten(Transformer[Token, Parsed]):
                 if not child.children and not child.fields and child.tokens:
                     # a named sub-rule of tokens only: a value the builders read by its name
                     node.values.setdefault(child.rule, [t for ts in child.tokens.values() for t in ts])
-                for name, value in child.values.items():
-                    node.values.setdefault(name, value)  # values of nested sub-rules, by name too
+                for name, tokens in child.values.items():
+                    node.values.setdefault(name, tokens)  # values of nested sub-rules, by name too
                 node.children.append(child)
         return node
 

@@ -13,7 +13,7 @@ import itertools
 import re
 from dataclasses import dataclass
 from operator import itemgetter
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 from logphase.pipeline.grammars import terminal_pattern
 
@@ -43,7 +43,7 @@ class Run(NamedTuple):
     data: bytes  # b"\n", then the lines, each ending with \n (the "\n" before each line is a regex anchor)
     lineno: int  # number of the first line
     offset: int  # absolute offset of the first byte
-    count: int  # number of lines
+    size: int  # number of lines
     # each line's (timestamp, rank tags): the 19 bytes after its "[", then the tags as written
     # (b"", b" TP0", ...); tuples as findall makes them, the cheapest form to get them in
     stamps: list[tuple[bytes, bytes]]
@@ -107,7 +107,8 @@ class LineSplitter:
         return self._held_offset + len(self._held) + self._held_overflow
 
     def feed(self, data: bytes) -> list[LogicalLine]:
-        return self._feed(data, None)  # type: ignore[return-value]
+        # without run patterns every item is a LogicalLine
+        return cast("list[LogicalLine]", self._feed(data, None))
 
     def feed_runs(self, data: bytes, patterns: RunPatterns) -> list[LogicalLine | Run]:
         """Like ``feed``, but consecutive physical lines that ``patterns`` match and that are each
@@ -212,7 +213,7 @@ class LineSplitter:
         else:  # a run starts at a physical line start: skip the rest of a line begun earlier
             first = buf.find(b"\n", 1) + 1
             if first <= 0:
-                return self._split_lines(buf[1:], offset)  # type: ignore[return-value]
+                return list(self._split_lines(buf[1:], offset))
         if first == 1 and self._all_plain and buf.endswith(b"\n"):
             # the last block was one run: try the whole of this one with a single findall
             found = patterns.lines.findall(buf)

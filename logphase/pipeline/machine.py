@@ -14,7 +14,7 @@ from logphase.pipeline import events as ev
 from logphase.pipeline.diagnosis import Severity, assess
 from logphase.pipeline.facts import note_facts
 from logphase.pipeline.messages import SCHEDULER_RULES, evidence_of
-from logphase.pipeline.phases import PHASE_ORDER, Phase, Role, Transition
+from logphase.pipeline.phases import Phase, Role, Transition
 from logphase.pipeline.runs import Incident, Run, Span, Track, seconds_between
 
 # A timestamp this far behind the latest one seen means another run's lines, not interleaving.
@@ -122,7 +122,7 @@ class PhaseMachine:
                 current is not None
                 and current.phase is not None
                 and transition.phase is not None
-                and transition.phase.index < current.phase.index
+                and transition.phase.order < current.phase.order
             ):
                 run = self._new_run(event.line)
         self._fold(run, event, transition)
@@ -214,7 +214,7 @@ class PhaseMachine:
         if transition.role is Role.END:
             track.close(phase, ts, line)
             return
-        if track.phase is None or phase.index > track.phase.index:
+        if track.phase is None or phase.order > track.phase.order:
             track.enter(phase, ts, line)
         elif phase is track.phase:
             # another capture (piecewise, draft, prefill) or a second pool after the first ended:

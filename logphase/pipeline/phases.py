@@ -27,7 +27,8 @@ class Phase(str, Enum):
         return str(self.value)
 
     @property
-    def index(self) -> int:
+    def order(self) -> int:
+        """Its position in PHASE_ORDER: phases compare by it."""
         return PHASE_ORDER.index(self)
 
 

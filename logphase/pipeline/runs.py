@@ -120,7 +120,7 @@ class Run:
 
     def furthest_phase(self) -> Phase | None:
         phases = [t.phase for t in self.tracks.values() if t.phase is not None]
-        return max(phases, key=lambda p: p.index) if phases else None
+        return max(phases, key=lambda p: p.order) if phases else None
 
     def has_progress(self) -> bool:
         furthest = self.furthest_phase()

@@ -52,16 +52,16 @@ class _ToPython(Transformer[Token, Any]):
     def opaque(self, items: list[Any]) -> str:
         return str(items[0])
 
-    def list(self, items: list[Any]) -> list[Any]:
+    def list_value(self, items: list[Any]) -> list[Any]:
         return list(items)
 
-    def tuple(self, items: list[Any]) -> list[Any]:
+    def tuple_value(self, items: list[Any]) -> list[Any]:
         return list(items)
 
     def pair(self, items: list[Any]) -> tuple[Any, Any]:
         return (items[0], items[1])
 
-    def dict(self, items: list[Any]) -> dict[str, Any]:
+    def dict_value(self, items: list[Any]) -> dict[str, Any]:
         return {str(k): v for k, v in items}
 
     def kwarg(self, items: list[Any]) -> tuple[str, Any]:

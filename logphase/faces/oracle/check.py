@@ -272,6 +272,8 @@ def _check_baseline(report: Report, baseline: Report, tolerance: float, slack: f
     for d in phase_deltas(baseline, report, tolerance, slack):
         if d.verdict not in ("ok", "regressed", "faster"):
             continue
+        a: int | None
+        b: int | None
         if d.phase == TOTAL:
             a, b = report.run_start_line, end_line(report)
         else:

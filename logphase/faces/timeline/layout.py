@@ -4,6 +4,7 @@ since launch (or in phase order when the log has no timestamps). No drawing here
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -103,8 +104,8 @@ def build_timeline(report: Report) -> Timeline:
 
     server = Row(label="server", kind="server", title="the server as a whole: each phase from its first to its last rank")
     for i, p in enumerate(report.phases):
-        failing = failure is not None and failure.phase == p.name
-        server.bars.append(_bar(report, p, p.start, p.end, p.duration_s, sec, tf, i, failing))
+        struck = failure is not None and failure.phase == p.name
+        server.bars.append(_bar(report, p, p.start, p.end, p.duration_s, sec, tf, i, struck))
     rank_rows = [_rank_row(report, r, sec, tf) for r in report.ranks]
     rows = [server, *_collapse(report, rank_rows, notes)]
     if ordinal:
@@ -155,7 +156,7 @@ def build_timeline(report: Report) -> Timeline:
     return Timeline(report, t0, span, ordinal, rows, notes, failure_mark, echoes, ready_x, memory, unplaced, gaps)
 
 
-def _bar_end(p: PhaseReport, sec: Any) -> float | None:
+def _bar_end(p: PhaseReport, sec: Callable[[str | None], float | None]) -> float | None:
     start = sec(p.start)
     end = sec(p.end)
     if end is None and start is not None and p.duration_s is not None:
@@ -246,7 +247,7 @@ def _collapse(report: Report, rank_rows: list[Row], notes: list[str]) -> list[Ro
     failing = resolve_rank(report.failure.rank, report.ranks) if report.failure else None
     groups: dict[tuple[Any, ...], list[Row]] = {}
     for row in rank_rows:
-        key = tuple((b.phase, b.x0, b.x1, b.kind) for b in row.bars)
+        key: tuple[Any, ...] = tuple((b.phase, b.x0, b.x1, b.kind) for b in row.bars)
         if row.ranks[0] == failing:
             key = ("failing", *key)
         groups.setdefault(key, []).append(row)
@@ -272,9 +273,10 @@ def _collapse(report: Report, rank_rows: list[Row], notes: list[str]) -> list[Ro
             spans = [b for r in rank_rows for b in r.bars if b.phase is phase and b.x0 is not None and b.x1 is not None]
             if not spans:
                 continue
-            x0 = pick([b.x0 for b in spans])  # type: ignore[type-var]
-            x1 = pick([b.x1 for b in spans])  # type: ignore[type-var]
-            durations = sorted(b.x1 - b.x0 for b in spans)  # type: ignore[operator]
+            starts = [b.x0 for b in spans if b.x0 is not None]
+            ends = [b.x1 for b in spans if b.x1 is not None]
+            x0, x1 = pick(starts), pick(ends)
+            durations = sorted(e - s for s, e in zip(starts, ends, strict=True))
             timed = {id(b) for b in spans}
             slowest = max((r for r in rank_rows for b in r.bars if id(b) in timed), key=lambda r: _dur(r, phase))
             title = (
@@ -371,7 +373,7 @@ def _memory_points(report: Report, sec: Any, ordinal: bool) -> tuple[dict[str, l
 def _boundary_order(boundary: str) -> int:
     name, _, edge = boundary.rpartition("_")
     try:
-        return Phase(name).index * 2 + (edge == "end")
+        return Phase(name).order * 2 + (edge == "end")
     except ValueError:
         return 99
 

@@ -96,10 +96,10 @@ def _phase_rows(report: Report, tl: Timeline) -> list[tuple[Phase | None, str, s
         if gap is not None:
             lines = f"lines {gap.first_line}–{gap.last_line}" if gap.first_line and gap.last_line else ""
             out.append((None, gap.start.split("T")[-1], "", fmt_duration(gap.duration_s), lines, ""))
-    furthest = max((p.name.index for p in report.phases), default=-1)
+    furthest = max((p.name.order for p in report.phases), default=-1)
     for phase in PHASE_ORDER:
         if phase not in seen:
-            state = "not in the log" if phase.index < furthest else "not reached"
+            state = "not in the log" if phase.order < furthest else "not reached"
             out.append((phase, "", "", state, "", ""))
     return out
 
