@@ -23,7 +23,7 @@ _LAZY = {
     "Event": "logphase.pipeline.events",
     "EventBase": "logphase.pipeline.events",
     "Phase": "logphase.pipeline.phases",
-    "Cause": "logphase.pipeline.diagnosis",
+    "Cause": "logphase.pipeline.causes",
     "Report": "logphase.pipeline.report",
     "SCHEMA_VERSION": "logphase.pipeline.report",
     "FollowOptions": "logphase.faces.follow",
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from logphase.faces.follow import Follower, FollowOptions, follow_file, follow_stream
     from logphase.faces.follow_records import FollowRecord
     from logphase.faces.oracle import CheckResult, Comparison, Expectations, check, compare
-    from logphase.pipeline.diagnosis import Cause
+    from logphase.pipeline.causes import Cause
     from logphase.pipeline.engine import Engine, parse_bytes, parse_file, parse_text
     from logphase.pipeline.events import Event, EventBase
     from logphase.pipeline.phases import Phase

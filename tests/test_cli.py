@@ -111,3 +111,17 @@ def test_empty_and_binary_input(tmp_path: Path) -> None:
 def test_version_and_help() -> None:
     assert run("--version").stdout.decode().startswith("logphase ")
     assert "exit codes" in run("--help").stdout.decode()
+
+
+def test_help_builds_no_parser_and_imports_no_heavy_module() -> None:
+    """`logphase --help` and `import logphase` stay cheap: no Lark, no pydantic, no grammar."""
+    code = (
+        "import sys, contextlib, io\n"
+        "import logphase\n"
+        "from logphase.faces import cli\n"
+        "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+        "    cli.main(['--help'])\n"
+        "heavy = [m for m in ('lark', 'pydantic', 'orjson', 'logphase.pipeline.grammars') if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

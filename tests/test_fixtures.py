@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import orjson
@@ -37,3 +38,38 @@ def test_every_fixture_has_an_expectation() -> None:
     expectations = {p.name.removesuffix(".expected.json") for p in FIXTURES.glob("*.expected.json")}
     assert len(logs) >= 13
     assert expectations == logs
+
+
+# -- the goldens agree with what MANIFEST.md says each fixture shows ----------------------------------
+
+
+def manifest_rows() -> dict[str, dict[str, str]]:
+    """file -> {outcome, phase, cause, rank, warnings} from the table in fixtures/logs/MANIFEST.md."""
+    rows: dict[str, dict[str, str]] = {}
+    for line in (FIXTURES / "MANIFEST.md").read_text().splitlines():
+        cells = [c.strip() for c in re.split(r"(?<!\\)\|", line.strip().strip("|"))]
+        if len(cells) == 8 and cells[0].startswith("`") and cells[0].endswith(".log`"):
+            name = cells[0].strip("`")
+            rows[name] = dict(zip(("outcome", "phase", "cause", "rank", "warnings"), cells[3:], strict=True))
+    return rows
+
+
+def _kinds(cell: str) -> set[str]:
+    """'multiple_runs, memory_pressure' -> {...}; 'none (see note 3)' -> set(); before any ';'."""
+    head = cell.split(";")[0].split("(")[0].strip()
+    return set() if head == "none" else {k.strip() for k in head.split(",") if k.strip()}
+
+
+@pytest.mark.parametrize("log", fixture_logs(), ids=lambda p: p.stem)
+def test_golden_agrees_with_the_manifest(log: Path) -> None:
+    row = manifest_rows().get(log.name)
+    assert row is not None, f"{log.name} has no row in MANIFEST.md"
+    golden = orjson.loads(log.with_name(log.stem + ".expected.json").read_bytes())
+    failure = golden["failure"] or {}
+    assert golden["outcome"] == row["outcome"]
+    assert golden["phase"] == row["phase"]
+    assert (failure.get("cause") or "-") == row["cause"]
+    assert (failure.get("rank") or "-") == row["rank"].split(" ")[0]
+    # the golden is checked with EXPECT's --expect values, which the row's "with --expect" part names
+    expected = _kinds(row["warnings"]) | ({"stale_log"} if log.name in EXPECT else set())
+    assert {w["kind"] for w in golden["warnings"]} == expected

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from logphase.pipeline.diagnosis import Cause
+from logphase.pipeline.causes import Cause
 from logphase.pipeline.phases import Phase
 
 # 2: provenance (first/last line of phases and rank spans, time and rank of the failure and of each

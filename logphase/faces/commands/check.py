@@ -19,7 +19,7 @@ HELP = "check a log against expectations (outcome, cause, durations, settings, m
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from logphase.pipeline.diagnosis import Cause
+    from logphase.pipeline.causes import Cause
     from logphase.pipeline.phases import PHASE_ORDER
 
     p.add_argument("file", metavar="LOG", help="log file, a saved `parse --json` report, or - for standard input")

@@ -16,7 +16,6 @@ import sys
 from typing import TYPE_CHECKING
 
 from logphase.faces.exit_codes import EXIT_INTERRUPTED, EXIT_TIMEOUT, OUTCOME_EXIT
-from logphase.faces.follow_records import FailureRecord
 from logphase.faces.inputs import InputError, check_since, parse_expect
 from logphase.faces.options import add_color, add_expect_since
 from logphase.pipeline.phases import Phase
@@ -124,6 +123,8 @@ HUMAN_LABELS = {"failure": "FAILED", "run": "new run"}
 
 
 def _human(record: FollowRecord) -> str:
+    from logphase.faces.follow_records import FailureRecord
+
     kind = record.kind
     label = HUMAN_LABELS.get(kind, kind)
     when = getattr(record, "ts", None) or ""

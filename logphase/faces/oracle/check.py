@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 from logphase.faces.oracle.compare import TOTAL, flat_config, phase_deltas
 from logphase.faces.oracle.expectations import Expectations
 from logphase.faces.wording import describe_failure, fmt_seconds, headline, number_text
-from logphase.pipeline.diagnosis import Cause
+from logphase.pipeline.causes import Cause
 from logphase.pipeline.phases import PHASE_ORDER, Phase
 from logphase.pipeline.report import Outcome, PhaseReport, Report, values_match
 

@@ -7,7 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from logphase.faces.oracle.expectations import DEFAULT_SLACK_S, DEFAULT_TOLERANCE
-from logphase.pipeline.diagnosis import Cause
+from logphase.pipeline.causes import Cause
 from logphase.pipeline.phases import PHASE_ORDER, Phase
 from logphase.pipeline.report import Outcome, Report
 

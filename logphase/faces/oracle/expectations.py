@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
-from logphase.pipeline.diagnosis import Cause
+from logphase.pipeline.causes import Cause
 from logphase.pipeline.phases import PHASE_ORDER, Phase
 from logphase.pipeline.report import Report, normalize_expect
 
