@@ -6,13 +6,15 @@ import pytest
 
 from logphase.pipeline import events as ev
 from logphase.pipeline.classify import classify
+from logphase.pipeline.clock import LogClock
 from logphase.pipeline.envelope import split_envelope
 from logphase.pipeline.events import LineInfo
 
 
 def event_of(line: str) -> ev.EventBase | None:
     env = split_envelope(line)
-    return classify(env, LineInfo(line=1, offset=0, raw=line, ts=env.ts, ts_inherited=False, rank=env.rank))
+    ts = LogClock().of(env)
+    return classify(env, LineInfo(line=1, offset=0, raw=line, ts=ts, ts_inherited=False, rank=env.rank, writer=env.writer))
 
 
 P = "[2026-05-09 09:20:26 TP0] "

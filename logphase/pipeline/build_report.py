@@ -65,7 +65,7 @@ def build_report(
         phase=phase,
         phases=phases,
         unaccounted=_unaccounted(phases),
-        total_startup_s=seconds_between(run.first_ts, end_ts),
+        total_startup_s=None if run.partial else seconds_between(run.first_ts, end_ts),
         ranks=ranks,
         runs=len(machine.runs),
         run=run.index,
@@ -184,9 +184,10 @@ def _phases(run: Run, failure: FailureReport | None) -> list[PhaseReport]:
                 )
         if not first_lines:
             continue
-        if phase is Phase.LAUNCH and run.first_ts is not None:
-            starts.append((run.first_ts, run.start_line))
+        if phase is Phase.LAUNCH:
             first_lines.append(run.start_line)
+            if run.first_ts is not None:
+                starts.append((run.first_ts, run.start_line))
         start = min(starts)[0] if starts else None
         end = None if open_any and failure is None else (max(ends)[0] if ends else None)
         last_line = None if open_any and failure is None else (max(end_lines) if end_lines else None)
@@ -210,6 +211,7 @@ def _phases(run: Run, failure: FailureReport | None) -> list[PhaseReport]:
                 duration_s=seconds_between(start, end if end is not None else last_ts),
                 first_line=min(first_lines),
                 last_line=last_line,
+                lower_bound=any(phase in t.spans and t.spans[phase].lower_bound for t in run.tracks.values()),
                 ranks=dict(sorted(ranks.items(), key=lambda kv: rank_sort_key(kv[0]))),
             )
         )
@@ -301,6 +303,16 @@ def _warnings(
                 "--mem-fraction-static or --cuda-graph-max-bs",
                 line=line,
                 found=f"{avail:.2f}",
+            )
+        )
+    if run.partial and run.first_entry is not None:
+        phase, line = run.first_entry
+        out.append(
+            WarningReport(
+                kind="partial_log",
+                message=f"the log starts mid-run at line {line}, in {phase.value}: its launch is not in the log, so the "
+                "first phase's duration is a lower bound and the total start-up time is unknown",
+                line=line,
             )
         )
     for kind, message, line in run.notices:

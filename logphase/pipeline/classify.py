@@ -83,7 +83,7 @@ _ACCESS, _BATCH, _FIELD, _NCCL_INFO = _fast_paths()
 def foreign_source(env: Envelope) -> bool:
     """True when the line is another writer's (a stamped line, NCCL, Gloo, glog, uvicorn, a bar,
     a Python warning): it cannot continue a traceback."""
-    if env.ts is not None:
+    if env.stamped:
         return True
     text = env.message
     if not text:

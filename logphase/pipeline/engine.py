@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from logphase.pipeline import events as ev
 from logphase.pipeline.build_report import build_report
 from logphase.pipeline.classify import classify, foreign_source
+from logphase.pipeline.clock import LogClock
 from logphase.pipeline.envelope import Envelope, split_envelope
 from logphase.pipeline.events import LineInfo
 from logphase.pipeline.grammars import terminal_pattern
@@ -64,6 +65,7 @@ class Engine:
         self._since = normalize_time(since) if since else None
         self._gate_open = self._since is None
         self._last_ts: str | None = None
+        self._clock = LogClock()
         self._on_unrecognized = on_unrecognized
         self.unrecognized_sample: list[tuple[int, str]] = []
         self._counts = {"events": 0, "unrecognized": 0, "blank": 0, "ignored": 0, "truncated": 0}
@@ -177,8 +179,8 @@ class Engine:
         i = 0
         line_i, pos = 0, 1  # data[pos:] starts with line number line_i of the run
         while i < n:
-            if not self._machine.ready and data.find(b"INFO:", pos) >= 0:
-                # before ready an access line may be warmup evidence: the rest line by line
+            if not self._machine.ready:
+                # before ready these lines are evidence (warmup, or a log that starts while serving)
                 while line_i < i:
                     pos = data.index(b"\n", pos) + 1
                     line_i += 1
@@ -225,15 +227,16 @@ class Engine:
                 self._counts["blank"] += 1
             return
         env = split_envelope(text)
-        if env.ts is not None:
-            if not self._gate_open and self._since is not None and env.ts >= self._since:
+        ts = self._clock.of(env)
+        if ts is not None:
+            if not self._gate_open and self._since is not None and ts >= self._since:
                 self._gate_open = True
-            self._last_ts = env.ts
+            self._last_ts = ts
         if not self._gate_open:
             self._counts["ignored"] += 1
             return
         if line.partial:
-            bar = classify(env, self._info(line, env))
+            bar = classify(env, self._info(line, env, ts))
             if isinstance(bar, ev.ProgressBar):
                 self._emit(bar, out)
                 self._counts["events"] += 1
@@ -242,8 +245,8 @@ class Engine:
                 self._truncated_line = line.lineno
             return
         if self._warning_tail:
-            shape = line_shape(text) if env.ts is None and text[:1] in " \t" else None
-            if env.ts is None and text[:1] in " \t" and (shape is None or shape.rule != "tb_frame"):
+            shape = line_shape(text) if not env.stamped and text[:1] in " \t" else None
+            if not env.stamped and text[:1] in " \t" and (shape is None or shape.rule != "tb_frame"):
                 self._warning_tail -= 1
                 self._counts["events"] += 1
                 return
@@ -255,11 +258,11 @@ class Engine:
         if consumed:
             self._counts["events"] += 1
             return
-        info = self._info(line, env)
+        info = self._info(line, env, ts)
         record = opens_record(env, info)
         if record is not None:
             record.last_line = line.lineno
-            for done in self._records.start(env.torch_rank, record):
+            for done in self._records.start(env.stream, record):
                 self._emit(done, out)
             self._counts["events"] += 1
             return
@@ -276,8 +279,7 @@ class Engine:
             self._warning_tail = WARNING_TAIL_LINES
         self._emit(found, out)
 
-    def _info(self, line: LogicalLine, env: Envelope) -> LineInfo:
-        ts = env.ts
+    def _info(self, line: LogicalLine, env: Envelope, ts: str | None) -> LineInfo:
         return LineInfo(
             line=line.lineno,
             offset=line.offset,
@@ -285,6 +287,7 @@ class Engine:
             ts=ts if ts is not None else self._last_ts,
             ts_inherited=ts is None and self._last_ts is not None,
             rank=env.rank,
+            writer=env.writer,
         )
 
     def _emit(self, event: ev.EventBase, out: list[ev.EventBase]) -> None:

@@ -1,48 +1,165 @@
-"""Stage 2a: the envelope of a logical line (time, rank, torchrun rank, Ray actor).
+"""Stage 2: the envelope of a logical line: wrappers other programs put around it (docker, kubectl,
+compose, journald, Ray, srun, mpirun, CI, host loggers), torchrun's ``[rankN]:``, SGLang's own
+prefix; what is left is the message.
 
-The per-line test is one regular expression compiled from the terminals of
-``grammars/prefix.lark``; running Lark itself on every line would cost ~10 us a line.
+The syntax is ``grammars/envelope.lark``: every alternative of its ``wrapper`` and
+``sglang_prefix`` rules is a sequence of terminals, compiled here into one regular expression
+(running Lark on every line would cost ~20 us a line). Wrappers are peeled from the start of the
+line, outermost first. Named terminals say what a part is: ``*_TIME`` a time, ``*_SOURCE`` the
+writer, ``LEVEL`` a log level, ``RANK_TAG`` SGLang's rank tags.
 """
 
 from __future__ import annotations
 
 import re
+from functools import cache
 from typing import NamedTuple
 
-from logphase.pipeline.grammars import terminal_pattern
+from lark.grammar import NonTerminal, Terminal
+
+from logphase.pipeline.grammars import parser, terminal_pattern
+
+# peeled wrappers per line, at most (a kubectl --prefix around docker -t around compose ...)
+MAX_WRAPPERS = 6
+_MONTHS = {m: i + 1 for i, m in enumerate(("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"))}
+
+
+class Stamp(NamedTuple):
+    """A time as a line prints it; ``year``/``month``/``day`` are None where it leaves them out."""
+
+    year: int | None
+    month: int | None
+    day: int | None
+    time: str  # "HH:MM:SS" or "HH:MM:SS.ffffff"
 
 
 class Envelope(NamedTuple):
-    ts: str | None  # ISO 8601 as printed, "T" between date and time
-    rank: str | None  # "TP0", "DP0 TP1 EP1", "rank3"
+    stamp: Stamp | None  # SGLang's own prefix's time: the line is an SGLang logger line
+    rank: str | None  # "TP0", "DP0 TP1 EP1", or torchrun's "rank3"
     message: str
     torch_rank: str | None  # "rank3" when torchrun's "[rank3]:" prefix was present
+    outer: Stamp | None = None  # the innermost wrapper's time, for lines without SGLang's
+    writer: str | None = None  # the writer a wrapper names: a pod, a Ray actor, an srun task ...
+
+    @property
+    def stamped(self) -> bool:
+        """The line carries SGLang's own prefix."""
+        return self.stamp is not None
+
+    @property
+    def stream(self) -> str | None:
+        """What tells interleaved writers apart for multi-line records (tracebacks)."""
+        if self.writer is None:
+            return self.torch_rank
+        return f"{self.writer}|{self.torch_rank or ''}"
 
 
-def _compile() -> tuple[re.Pattern[str], re.Pattern[str]]:
-    timestamp = terminal_pattern("envelope", "TIMESTAMP")
-    rank_tag = terminal_pattern("envelope", "RANK_TAG")
-    ray = terminal_pattern("envelope", "RAY_ACTOR")
-    torch_rank = terminal_pattern("envelope", "TORCH_RANK")
-    source = terminal_pattern("envelope", "LOG_SOURCE")
-    sglang = re.compile(rf"(?:{ray})?\[(?P<ts>{timestamp})(?P<tags>(?: (?:{rank_tag}))*)\](?:{source})? ?(?P<msg>.*)", re.DOTALL)
-    return sglang, re.compile(rf"{torch_rank} ?")
+def _alternatives(rule: str) -> list[str]:
+    """The regular expressions of a rule's expansions, longest first, named terminals captured as
+    ``(?P<{rule}_{i}__{TERMINAL}>...)`` and a repeated part (``(" " RANK_TAG)*``) as ``..._TAGS``."""
+    grammar = parser("envelope")
+    by_origin: dict[str, list[list[object]]] = {}
+    for r in grammar.rules:
+        by_origin.setdefault(str(r.origin.name), []).append(list(r.expansion))
+
+    def plain(symbols: list[object]) -> str:
+        out = ""
+        for symbol in symbols:
+            if isinstance(symbol, Terminal):
+                out += f"(?:{terminal_pattern('envelope', str(symbol.name))})"
+            elif isinstance(symbol, NonTerminal):
+                out += repeated(str(symbol.name))
+        return out
+
+    def repeated(name: str) -> str:
+        # Lark writes (...)* as a left-recursive rule: [self, rest...] | [rest...]
+        rest = next(e for e in by_origin[name] if not (e and isinstance(e[0], NonTerminal) and e[0].name == name))
+        return f"(?:{plain(rest)})+"
+
+    out: list[str] = []
+    for i, expansion in enumerate(sorted(by_origin[rule], key=len, reverse=True)):
+        pattern = ""
+        for symbol in expansion:
+            if isinstance(symbol, Terminal):
+                body = f"(?:{terminal_pattern('envelope', str(symbol.name))})"
+                name = str(symbol.name)
+                if name.endswith(("_TIME", "_SOURCE", "_STREAM")) or name in ("TIMESTAMP", "LEVEL", "PIPE_LEVEL", "STREAM"):
+                    body = f"(?P<{rule}_{i}__{name}>{body})"
+                pattern += body
+            elif isinstance(symbol, NonTerminal):
+                pattern += f"(?P<{rule}_{i}__TAGS>{repeated(str(symbol.name))})"
+        out.append(pattern)
+    return out
 
 
-_SGLANG, _TORCH_RANK = _compile()
+@cache
+def _compiled() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    grammar = parser("envelope")
+    wrappers = [str(r.expansion[0].name) for r in grammar.rules if r.origin.name == "wrapper"]
+    wrapper = "|".join(f"(?:{alt})" for w in wrappers for alt in _alternatives(w))
+    sglang = "|".join(f"(?:{alt})" for alt in _alternatives("sglang_prefix"))
+    torch = "|".join(f"(?:{alt})" for alt in _alternatives("torch_rank"))
+    return re.compile(wrapper), re.compile(sglang), re.compile(torch)
+
+
+def _parts(m: re.Match[str]) -> dict[str, str]:
+    """Captured parts of a match by terminal name: {'ISO_TIME': ..., 'K8S_SOURCE': ...}."""
+    return {name.rsplit("__", 1)[1]: value for name, value in m.groupdict().items() if value is not None}
+
+
+def parse_stamp(kind: str, text: str) -> Stamp | None:
+    """A *_TIME part as a :class:`Stamp` (fractions kept to microseconds)."""
+    text = text.strip()
+    date, clock = "", text
+    if kind == "MPI_TIME":  # "Mon Nov 30 12:00:00 2026"
+        _, month, day, clock, year = text.split()
+        return Stamp(int(year), _MONTHS.get(month), int(day), clock)
+    if kind == "JOURNAL_TIME" and text[:3] in _MONTHS:  # "Nov 30 12:00:00.123"
+        month, day, clock = text.split()
+        return Stamp(None, _MONTHS[text[:3]], int(day), _time(clock))
+    if len(text) >= 10 and text[4] == "-" and text[10] in " T":
+        date, clock = text[:10], text[11:]
+        clock = re.split(r"[Z+]|(?<=\d)-(?=\d\d:?\d\d$)", clock)[0]  # the zone, if any
+        return Stamp(int(date[:4]), int(date[5:7]), int(date[8:10]), _time(clock))
+    if len(text) >= 5 and text[2] == "-":  # "04-20 13:32:25.784" (no year)
+        return Stamp(None, int(text[:2]), int(text[3:5]), _time(text[6:]))
+    if len(text) >= 8 and text[2] == ":":
+        return Stamp(None, None, None, _time(text))
+    return None
+
+
+def _time(clock: str) -> str:
+    """'12:00:00,123456789' -> '12:00:00.123456'."""
+    clock = clock.replace(",", ".")
+    whole, dot, fraction = clock.partition(".")
+    return f"{whole}.{fraction[:6].ljust(6, '0')}" if dot and fraction.strip("0") else whole
 
 
 def split_envelope(text: str) -> Envelope:
+    """Peel a line's envelope: wrappers, torchrun's prefix, SGLang's prefix; the rest is the message."""
+    wrapper, sglang, torch = _compiled()
+    pos, outer, writer = 0, None, None
+    for _ in range(MAX_WRAPPERS):
+        m = wrapper.match(text, pos)
+        if m is None or m.end() == pos:
+            break
+        for name, value in _parts(m).items():
+            if name.endswith("_TIME"):
+                outer = parse_stamp(name, value) or outer
+            elif name.endswith("_SOURCE"):
+                writer = value.strip()  # the innermost wrapper that names one
+        pos = m.end()
     torch_rank = None
-    if text.startswith("[rank"):
-        m = _TORCH_RANK.match(text)
-        if m:
-            torch_rank = text[1 : text.index("]")]
-            text = text[m.end() :]
-    if text[:1] in "[(" and text:
-        m = _SGLANG.match(text)
-        if m:
-            ts = m.group("ts").replace(" ", "T", 1).replace(",", ".")
-            tags = m.group("tags").strip() or None
-            return Envelope(ts, tags or torch_rank, m.group("msg"), torch_rank)
-    return Envelope(None, torch_rank, text, torch_rank)
+    if text.startswith("[rank", pos):
+        m = torch.match(text, pos)
+        if m is not None:
+            torch_rank = text[pos + 1 : text.index("]", pos)]
+            pos = m.end()
+    if text.startswith("[", pos):
+        m = sglang.match(text, pos)
+        if m is not None:
+            parts = _parts(m)
+            stamp = parse_stamp("SGLANG", parts.get("TIMESTAMP") or parts.get("CLOCK_TIME") or "")
+            tags = parts.get("TAGS", "").strip() or None
+            return Envelope(stamp, tags or torch_rank, text[m.end() :], torch_rank, outer, writer)
+    return Envelope(None, torch_rank, text[pos:], torch_rank, outer, writer)

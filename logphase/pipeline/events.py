@@ -33,6 +33,9 @@ class EventBase(BaseModel):
     ts: str | None = Field(default=None, description="ISO 8601 time as printed, or inherited")
     ts_inherited: bool = Field(default=False, description="true when ts came from an earlier line")
     rank: str | None = Field(default=None, description="rank tags as printed: 'TP0', 'DP0 TP1 EP1', 'rank0'")
+    writer: str | None = Field(
+        default=None, description="the writer a wrapper names (a pod, a Ray actor, an srun task, an MPI rank ...)"
+    )
     end_line: int | None = Field(default=None, description="last line of a multi-line record")
     rule: str | None = Field(
         default=None, description="the grammar rule (message) that recognised the line; null for multi-line records"
@@ -242,6 +245,13 @@ class WarmupMarker(EventBase):
     message: Message
 
 
+class StartupNote(EventBase):
+    """A line SGLang prints in passing, which tells the phase it is printed in."""
+
+    kind: Literal["startup_note"] = Field("startup_note", description=KIND)
+    message: Message
+
+
 class ServerReady(EventBase):
     kind: Literal["server_ready"] = Field("server_ready", description=KIND)
 
@@ -382,6 +392,7 @@ Event = Annotated[
     | HttpServer
     | HttpAccess
     | WarmupMarker
+    | StartupNote
     | ServerReady
     | RuntimeBatch
     | Shutdown
@@ -407,6 +418,7 @@ class LineInfo(NamedTuple):
     ts: str | None
     ts_inherited: bool
     rank: str | None
+    writer: str | None = None
 
     def event(self, cls: type[EventBase], rule: str | None, **fields: Any) -> EventBase:
         return cls(
@@ -416,6 +428,7 @@ class LineInfo(NamedTuple):
             ts=self.ts,
             ts_inherited=self.ts_inherited,
             rank=self.rank,
+            writer=self.writer,
             rule=rule,
             **fields,
         )

@@ -25,9 +25,13 @@ _ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 
 
 def _glued_prefix_pattern() -> re.Pattern[bytes]:
-    # The timestamp syntax comes from grammars/common.lark so that there is one definition of it.
-    timestamp = terminal_pattern("envelope", "TIMESTAMP")
-    return re.compile(rb"\[" + timestamp.encode() + rb"[ \]]")
+    """Where another writer's SGLang line starts in the middle of a line: a dated stamp, or a
+    time of day with a rank tag (a bare "[12:00:00]" inside a message is too common to split at).
+    The syntax comes from grammars/envelope.lark so that there is one definition of it."""
+    dated = terminal_pattern("envelope", "TIMESTAMP")
+    clock = terminal_pattern("envelope", "CLOCK_TIME")
+    tag = terminal_pattern("envelope", "RANK_TAG")
+    return re.compile(rb"\[(?:" + dated.encode() + rb"[ \]]|" + clock.encode() + rb" (?:" + tag.encode() + rb"))")
 
 
 class LogicalLine(NamedTuple):

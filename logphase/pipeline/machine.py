@@ -139,6 +139,8 @@ class PhaseMachine:
                 main.spans[Phase.LAUNCH] = Span(ts, event.line)
                 if main.phase is None:
                     main.phase = Phase.LAUNCH
+            if run.first_entry is None or run.first_entry[0] is not Phase.LAUNCH:
+                run.first_entry = (Phase.LAUNCH, event.line)
         note_facts(run, event, self._default_rank(event) or "main")
         if isinstance(event, ev.Shutdown) and run.shutdown_line is None:
             run.shutdown_line = event.line
@@ -204,24 +206,43 @@ class PhaseMachine:
         key = self._track_key(event, transition)
         track = run.tracks.setdefault(key, Track())
         ts, line = event.ts, event.line
-        phase = transition.phase
-        if transition.role is Role.CLOSE:
+        role, phase = transition.role, transition.phase
+        if role is Role.CLOSE:
+            if track.phase is None:
+                # the scheduler is ready: the log starts after its graphs (or its pool) were made
+                cuda_graph = not (run.server_args or {}).get("disable_cuda_graph")
+                self._enter(run, track, Phase.CUDA_GRAPH_CAPTURE if cuda_graph else Phase.MEMORY_POOL, role, None, line)
             track.close(track.phase, ts, line)
             return
+        if role is Role.SERVING_OR_WARMUP:
+            # the warmup request is served too: it is warmup once the run's start-up was seen
+            phase = Phase.READY if run.furthest_phase() is None else Phase.WARMUP
         assert phase is not None
         if phase is Phase.READY and run.ready_line is None:
             run.ready_ts, run.ready_line = ts, line
-        if transition.role is Role.END:
+        if role is Role.END:
+            if track.phase is None or phase.order > track.phase.order:
+                # entered before the log shows it: after the rank's last phase, or before the log starts
+                previous = track.spans[track.phase].end if track.phase is not None else None
+                self._enter(run, track, phase, role, previous, line)
             track.close(phase, ts, line)
             return
         if track.phase is None or phase.order > track.phase.order:
-            track.enter(phase, ts, line)
-        elif phase is track.phase:
+            self._enter(run, track, phase, role, ts, line)
+            if phase is Phase.READY:
+                track.close(phase, ts, line)  # ready is a moment
+        elif phase is track.phase and phase is not Phase.READY and role is not Role.WEAK:
             # another capture (piecewise, draft, prefill) or a second pool after the first ended:
-            # the phase goes on until its last end marker
+            # the phase goes on until its last end marker (weak evidence is printed later too)
             track.reopen(phase)
-        if phase is Phase.READY:
-            track.close(phase, ts, line)
+
+    @staticmethod
+    def _enter(run: Run, track: Track, phase: Phase, role: Role, ts: str | None, line: int) -> None:
+        first = run.first_entry is None
+        if first:
+            run.first_entry = (phase, line)
+        # the first phase of a log that starts mid-run began before its first line
+        track.enter(phase, ts, line, lower_bound=first and phase is not Phase.LAUNCH and role is not Role.BEGIN)
 
     # -- facts for the report -------------------------------------------------------------------
 

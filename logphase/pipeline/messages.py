@@ -36,8 +36,8 @@ class Message:
 WEIGHTS_BAR = Transition(Phase.WEIGHT_LOADING, Role.EVIDENCE)
 CAPTURE_BAR = Transition(Phase.CUDA_GRAPH_CAPTURE, Role.EVIDENCE)
 HTTP_UP = Transition(Phase.WARMUP, Role.EVIDENCE, server_level=True)
-# what the warmup request asks (spec 2.3): /model_info first, then one generate/chat/encode request
-WARMUP_PATHS = ("/model_info", "/get_model_info", "/generate", "/encode", "/v1/chat/completions", "/health")
+# what the warmup polls first (spec 2.3), then it sends one generate / chat / encode request
+WARMUP_MODEL_INFO = ("/model_info", "/get_model_info")
 
 
 def bar_evidence(event: ev.EventBase) -> Transition | None:
@@ -50,9 +50,27 @@ def bar_evidence(event: ev.EventBase) -> Transition | None:
     return None
 
 
+SERVING = Transition(Phase.READY, Role.SERVING, server_level=True)
+SERVING_OR_WARMUP = Transition(Phase.READY, Role.SERVING_OR_WARMUP, server_level=True)
+LAUNCH_NOTE = Transition(Phase.LAUNCH, Role.EVIDENCE, server_level=True)
+
+
 def access_evidence(event: ev.EventBase) -> Transition | None:
-    """The warmup's requests are warmup evidence (ignored once the server is ready)."""
-    return HTTP_UP if str(getattr(event, "path", "")).startswith(WARMUP_PATHS) else None
+    """The warmup asks /model_info first (warmup evidence); every other request is served by a
+    server that is up, the warmup's own generate request included (warmup after start-up lines)."""
+    path = str(getattr(event, "path", ""))
+    return HTTP_UP if path.startswith(WARMUP_MODEL_INFO) else SERVING_OR_WARMUP
+
+
+def batch_evidence(event: ev.EventBase) -> Transition | None:
+    """Decode statistics come every 40 decode steps: never from the warmup's 8 tokens. Prefill
+    statistics come from the warmup's request too."""
+    return SERVING if getattr(event, "stage", "") == "decode" else SERVING_OR_WARMUP
+
+
+def warning_evidence(event: ev.EventBase) -> Transition | None:
+    """The launcher's own warnings ('python -m sglang.launch_server' is still supported ...)."""
+    return LAUNCH_NOTE if "launch_server" in event.raw.split(":", 1)[0] else None
 
 
 def _t(phase: Phase, role: Role, server_level: bool = False) -> Transition:
@@ -131,14 +149,22 @@ MESSAGES: dict[str, Message] = {
     "override_disabled": Message("sglang", b.override_disabled),
     "override_adjusted": Message("sglang", b.override_adjusted),
     "shutdown": Message("sglang", b.with_message(ev.Shutdown)),
-    "runtime_batch": Message("sglang", b.runtime_batch),
+    "runtime_batch": Message("sglang", b.runtime_batch, batch_evidence),
+    "attention_backend_default": Message("sglang", b.with_message(ev.StartupNote), _t(Phase.LAUNCH, EVIDENCE, server_level=True)),
+    "custom_allreduce": Message("sglang", b.with_message(ev.StartupNote), _t(D, WEAK), scheduler=True),
+    "allreduce_path": Message("sglang", b.with_message(ev.StartupNote), _t(D, WEAK), scheduler=True),
+    "weights_format": Message("sglang", b.with_message(ev.StartupNote), _t(W, EVIDENCE), scheduler=True),
+    "hf_snapshot": Message("sglang", b.with_message(ev.StartupNote), _t(W, EVIDENCE), scheduler=True),
+    "swa_pool_usage": Message("sglang", b.with_message(ev.StartupNote), _t(M, EVIDENCE), scheduler=True),
+    "max_concurrent_requests": Message("sglang", b.with_message(ev.StartupNote), _t(M, EVIDENCE), scheduler=True),
+    "cuda_graph_addresses": Message("sglang", b.with_message(ev.StartupNote), _t(C, WEAK), scheduler=True),
     # gloo.lark
     "gloo_connected": Message("gloo", b.gloo, _t(D, WEAK)),
     "gloo_not_connected": Message("gloo", b.gloo_not_connected, _t(D, WEAK)),
     "gloo_info": Message("gloo", b.gloo, _t(D, WEAK)),
     # b.nccl.lark
-    "nccl_info": Message("nccl", b.nccl("INFO")),
-    "nccl_warn": Message("nccl", b.nccl("WARN")),
+    "nccl_info": Message("nccl", b.nccl("INFO"), _t(D, WEAK)),
+    "nccl_warn": Message("nccl", b.nccl("WARN"), _t(D, WEAK)),
     "nccl_trace": Message("nccl", b.nccl("TRACE")),
     "nccl_bare_version": Message("nccl", b.nccl("VERSION")),
     # torch.lark
@@ -163,7 +189,7 @@ MESSAGES: dict[str, Message] = {
     "http_shutdown": Message("http", b.http_state("shutdown")),
     "http_other": Message("http", b.http_state("other")),
     # process.lark
-    "python_warning": Message("process", b.python_warning),
+    "python_warning": Message("process", b.python_warning, warning_evidence),
     "killed": Message("process", b.killed),
     # traceback.lark: the lines of a multi-line record (records.py)
     "tb_header": Message("traceback", None),

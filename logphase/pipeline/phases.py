@@ -39,8 +39,14 @@ class Role(str, Enum):
     BEGIN = "begin"  # the phase's own start marker: enters it; on a finished run, starts a new run
     EVIDENCE = "evidence"  # a line only this phase prints: enters it
     WEAK = "weak"  # usually printed in this phase, sometimes later: enters it only from before it
-    END = "end"  # closes the phase if the rank is in it; never enters the next one
+    # closes the phase; a rank that had not entered it (the log starts inside it) enters it first,
+    # with its start unknown; never enters the next one
+    END = "end"
     CLOSE = "close"  # closes whatever phase the rank is in (the scheduler's last startup line)
+    SERVING = "serving"  # printed only by a server that is up (decode statistics): ready
+    # printed while serving, and once or twice by the warmup: warmup after start-up lines of the
+    # same run, ready in a log that starts while the server serves
+    SERVING_OR_WARMUP = "serving_or_warmup"
 
 
 class Transition(NamedTuple):
@@ -60,7 +66,7 @@ def validate_table(table: dict[str, Transition] | None = None) -> list[str]:
 
         table = transitions()
     problems: list[str] = []
-    entered = {t.phase for t in table.values() if t.role in (Role.BEGIN, Role.EVIDENCE, Role.WEAK)}
+    entered = {t.phase for t in table.values() if t.role in (Role.BEGIN, Role.EVIDENCE, Role.WEAK, Role.END)}
     for phase in PHASE_ORDER:
         if phase not in entered:
             problems.append(f"phase {phase.value} cannot be entered: no begin or evidence message")
@@ -69,8 +75,10 @@ def validate_table(table: dict[str, Transition] | None = None) -> list[str]:
             problems.append(f"{kind}: a CLOSE transition names no phase")
         if t.role is not Role.CLOSE and t.phase is None:
             problems.append(f"{kind}: {t.role.value} transition without a phase")
-        if t.phase is Phase.READY and t.role is not Role.BEGIN:
-            problems.append(f"{kind}: ready is entered only by its own evidence")
+        if t.phase is Phase.READY and t.role not in (Role.BEGIN, Role.SERVING, Role.SERVING_OR_WARMUP):
+            problems.append(f"{kind}: ready is entered only by its own marker or by serving")
+        if t.role in (Role.SERVING, Role.SERVING_OR_WARMUP) and t.phase is not Phase.READY:
+            problems.append(f"{kind}: serving lines are evidence of ready")
     ends = {t.phase for t in table.values() if t.role is Role.END}
     if Phase.READY in ends:
         problems.append("ready is final: nothing may end it")

@@ -130,17 +130,17 @@ class RecordAssembler:
 
     def offer(self, env: Envelope, lineno: int, foreign: bool) -> tuple[bool, list[ev.EventBase]]:
         """Give a line to the open record of its stream. Returns (consumed, closed events)."""
-        stream = env.torch_rank
+        stream = env.stream
         record = self._open.get(stream)
         if record is None:
             return False, []
-        text = env.message if env.ts is None else ""
-        if env.ts is not None or foreign:
+        text = env.message if not env.stamped else ""
+        if env.stamped or foreign:
             # Another writer's line. Only a stamped line of the record's own writer ends it (or, for
             # a rank-prefixed stream, any line of that rank): other ranks interleave mid-record,
             # even between the parts of a chained traceback.
-            same_writer = env.ts is not None and env.rank == record.at.rank
-            if stream is None and (record.state is State.FRAMES or not same_writer):
+            same_writer = env.stamped and env.rank == record.at.rank
+            if env.torch_rank is None and (record.state is State.FRAMES or not same_writer):
                 return False, []
             return False, self.close(stream)
         consumed = _continue(record, text)
@@ -218,7 +218,7 @@ def opens_record(env: Envelope, at: LineInfo) -> OpenRecord | None:
     if shape.rule == "tb_header":
         logged_by = shape.value("logged_by")
         header = logged_by.strip().rstrip(":").strip() or None if logged_by else None
-        uncaught = env.ts is None and header is None
+        uncaught = not env.stamped and header is None
         return OpenRecord(at=at, header=header, uncaught=uncaught)
     if shape.rule == "tb_fatal":
         return OpenRecord(at=at, header=None, uncaught=True, state=State.FATAL, fatal_message=text.strip())

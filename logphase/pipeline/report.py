@@ -72,6 +72,10 @@ class PhaseReport(BaseModel):
     duration_s: float | None = Field(description="end - start; for an open phase, up to the last timestamp")
     first_line: int | None = Field(default=None, description="the first line that shows the phase")
     last_line: int | None = Field(default=None, description="the line that ends it (the last rank's); null while open")
+    lower_bound: bool = Field(
+        default=False,
+        description="the log starts while this phase was under way: start is its first line, duration a lower bound",
+    )
     ranks: dict[str, RankSpan] = Field(default_factory=dict, description="per rank tag, as printed")
 
 
@@ -116,7 +120,7 @@ class WarningReport(BaseModel):
 
     kind: str = Field(
         description="stale_log, expect_unverified, ignored_parameter, multiple_runs, memory_pressure, truncated_input, "
-        "distributed_stall, memory_imbalance, warmup_failed, no_sglang_output, nothing_since"
+        "distributed_stall, memory_imbalance, warmup_failed, no_sglang_output, nothing_since, partial_log, stderr_missing"
     )
     message: str = Field(description="the warning in words")
     line: int | None = Field(default=None, description="the line it is about")
@@ -172,7 +176,8 @@ class Report(BaseModel):
         default_factory=list, description=f"time between phases longer than {UNACCOUNTED_MIN_S:g} s, in time order"
     )
     total_startup_s: float | None = Field(
-        description="first timestamp of the run to ready (or to the failure, or to the last timestamp while starting)"
+        description="first timestamp of the run to ready (or to the failure, or to the last timestamp while starting); "
+        "null when the log starts after the launch (partial_log)"
     )
     ranks: list[str] = Field(description="rank tags as printed; a single-GPU server's scheduler is TP0")
     runs: int = Field(description="runs found in the input")

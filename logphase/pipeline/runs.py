@@ -32,10 +32,12 @@ def _parse_ts(ts: str) -> datetime:
 
 @dataclass
 class Span:
-    start: str | None
+    start: str | None  # None: not known (the phase began before the log does, or without a time)
     start_line: int
     end: str | None = None
     end_line: int | None = None
+    # the log shows the phase going on, not starting: start is the first line seen, a lower bound
+    lower_bound: bool = False
 
 
 @dataclass
@@ -45,13 +47,13 @@ class Track:
     phase: Phase | None = None
     spans: dict[Phase, Span] = field(default_factory=dict)
 
-    def enter(self, phase: Phase, ts: str | None, line: int) -> None:
+    def enter(self, phase: Phase, ts: str | None, line: int, lower_bound: bool = False) -> None:
         if self.phase is not None and self.phase in self.spans:
             current = self.spans[self.phase]
             if current.end is None and current.end_line is None:
                 current.end, current.end_line = ts, line
         self.phase = phase
-        self.spans[phase] = Span(ts, line)
+        self.spans[phase] = Span(ts, line, lower_bound=lower_bound)
 
     def reopen(self, phase: Phase) -> None:
         span = self.spans[phase]
@@ -99,6 +101,8 @@ class Run:
     scheduler: dict[str, Any] = field(default_factory=dict)
     timings: dict[str, str] = field(default_factory=dict)
     last_line: int = 0
+    # how the run's first phase was entered: anything but the launch means the log starts mid-run
+    first_entry: tuple[Phase, int] | None = None
     size_rank: str | None = None
     shutdown_line: int | None = None
 
@@ -122,6 +126,12 @@ class Run:
         phases = [t.phase for t in self.tracks.values() if t.phase is not None]
         return max(phases, key=lambda p: p.order) if phases else None
 
+    @property
+    def partial(self) -> bool:
+        """The log starts after this run's launch: its first phase was already under way."""
+        return self.first_entry is not None and self.first_entry[0] is not Phase.LAUNCH
+
     def has_progress(self) -> bool:
-        furthest = self.furthest_phase()
-        return furthest is not None and furthest is not Phase.LAUNCH
+        """A rank is at work: a server_args dump now is a relaunch. (Lines without a rank, such as
+        NCCL's or Gloo's, can come from anything before the launch line reaches the log.)"""
+        return any(rank is not None and t.phase not in (None, Phase.LAUNCH) for rank, t in self.tracks.items())

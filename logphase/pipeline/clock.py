@@ -1,0 +1,73 @@
+"""Times as the log prints them -> one comparable form, ``YYYY-MM-DDTHH:MM:SS[.ffffff]``.
+
+A stamp without a date (``[09:20:26 TP0]``, a journald or glog time without the year) takes its
+date from the nearest dated line before it; with none, it is dated 0001-01-01, and a time that goes
+back by more than half a day starts the next day (midnight passed), so durations still work.
+A wrapper's time (docker, CI) may be in another zone than SGLang's: the offset between the two is
+learned from lines that carry both and applied to the lines that carry only the wrapper's.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from logphase.pipeline.envelope import Envelope, Stamp
+
+UNDATED = "0001-01-01"
+_HALF_DAY_S = 12 * 3600
+# zones differ by whole quarter hours
+_ZONE_STEP_S = 900
+
+
+class LogClock:
+    """The dates and zone offset a log's stamps have shown so far."""
+
+    def __init__(self) -> None:
+        self._date: tuple[int, int, int] | None = None  # the last full date seen
+        self._undated_day = 0  # days passed since the first undated stamp
+        self._undated_last: str | None = None
+        self._outer_offset: float | None = None  # SGLang's time minus the wrapper's
+
+    def resolve(self, stamp: Stamp) -> str:
+        """The ISO form of a stamp, with the date filled in from what came before."""
+        if stamp.year is not None and stamp.month is not None and stamp.day is not None:
+            self._date = (stamp.year, stamp.month, stamp.day)
+            return f"{stamp.year:04d}-{stamp.month:02d}-{stamp.day:02d}T{stamp.time}"
+        if stamp.month is not None and stamp.day is not None:
+            year = self._date[0] if self._date is not None else 1
+            return f"{year:04d}-{stamp.month:02d}-{stamp.day:02d}T{stamp.time}"
+        if self._date is not None:
+            y, m, d = self._date
+            return f"{y:04d}-{m:02d}-{d:02d}T{stamp.time}"
+        last = self._undated_last
+        if last is not None and _seconds(last) - _seconds(stamp.time) > _HALF_DAY_S:
+            self._undated_day += 1
+        self._undated_last = stamp.time
+        day = datetime(1, 1, 1) + timedelta(days=self._undated_day)
+        return f"{day.year:04d}-{day.month:02d}-{day.day:02d}T{stamp.time}"
+
+    def of(self, env: Envelope) -> str | None:
+        """A line's time: SGLang's own stamp, else its innermost wrapper's (in SGLang's zone)."""
+        if env.stamp is not None:
+            ts = self.resolve(env.stamp)
+            if env.outer is not None:
+                outer = self.resolve(env.outer)
+                offset = (_parse(ts) - _parse(outer)).total_seconds()
+                self._outer_offset = round(offset / _ZONE_STEP_S) * _ZONE_STEP_S
+            return ts
+        if env.outer is None:
+            return None
+        outer = self.resolve(env.outer)
+        if not self._outer_offset:
+            return outer
+        shifted = _parse(outer) + timedelta(seconds=self._outer_offset)
+        return shifted.isoformat(timespec="microseconds" if "." in outer else "seconds")
+
+
+def _seconds(clock: str) -> float:
+    h, m, s = clock.split(":")
+    return int(h) * 3600 + int(m) * 60 + float(s)
+
+
+def _parse(ts: str) -> datetime:
+    return datetime.fromisoformat(ts)
