@@ -61,9 +61,12 @@ def render_text(report: Report, color: bool = False) -> str:
         out.append(_paint(f"  {'phase':<20} {'start':<20} {'duration':>10}  slowest rank", "dim", color))
         gaps = {g.after: g for g in report.unaccounted}
         for p in report.phases:
-            still = " (open)" if p.end is None and report.outcome == "starting" and p.name == report.phase else ""
+            still = ""
+            if p.end is None and report.outcome == "starting" and p.name == report.phase:
+                still = f" (open, {p.progress.percent} %)" if p.progress is not None else " (open)"
             start = (p.start or "-").replace("T", " ")
-            out.append(f"  {p.name.value:<20} {start:<20} {fmt_duration(p.duration_s):>10}  {slowest_rank(p)}{still}")
+            duration = ("≥ " if p.lower_bound else "") + fmt_duration(p.duration_s)
+            out.append(f"  {p.name.value:<20} {start:<20} {duration:>10}  {slowest_rank(p)}{still}")
             gap = gaps.get(p.name)
             if gap is not None:
                 where = f"lines {gap.first_line}-{gap.last_line}" if gap.first_line and gap.last_line else ""

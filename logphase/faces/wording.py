@@ -70,10 +70,15 @@ def headline(report: Report) -> str:
     stay = current.duration_s if current is not None else None
     text = f"STARTING: in {phase}"
     if stay is not None:
-        text += f" for {fmt_duration(stay)}"
+        text += f" for {'≥ ' if current is not None and current.lower_bound else ''}{fmt_duration(stay)}"
+    notes = []
+    bar = current.progress if current is not None and current.end is None else None
+    if bar is not None:
+        left = f", about {fmt_duration(bar.remaining_s)} left" if bar.remaining_s is not None else ""
+        notes.append(f"{bar.percent} %{left}")
     if total is not None and report.total_startup_s != stay:
-        text += f" ({total} since launch)"
-    return text
+        notes.append(f"{total} since launch")
+    return text + (f" ({'; '.join(notes)})" if notes else "")
 
 
 def describe_failure(report: Report, limit: int = 160) -> str:

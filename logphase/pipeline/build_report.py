@@ -20,6 +20,7 @@ from logphase.pipeline.report import (
     MemoryReport,
     Outcome,
     PhaseReport,
+    ProgressReport,
     RankSpan,
     Report,
     UnaccountedReport,
@@ -52,6 +53,9 @@ def build_report(
     ready = run.ready_line is not None
     outcome: Outcome = "failed" if failure else ("ready" if ready else "starting")
     phase = failure_phase if failure else run.furthest_phase()
+    if phase is None and (run.tracks or run.incidents or run.seen_sglang):
+        # lines of the server, none of which names a phase: it was launched, no more is known
+        phase = Phase.LAUNCH
     ranks = sorted((r for r in run.tracks if r is not None), key=rank_sort_key)
     # startup ends at ready, even if the server failed later while serving
     end_ts = run.ready_ts if ready else (failure_ts(run) if failure else run.last_ts)
@@ -65,7 +69,7 @@ def build_report(
         phase=phase,
         phases=phases,
         unaccounted=_unaccounted(phases),
-        total_startup_s=None if run.partial else seconds_between(run.first_ts, end_ts),
+        total_startup_s=None if run.partial else _total(run, end_ts, phases, outcome),
         ranks=ranks,
         runs=len(machine.runs),
         run=run.index,
@@ -88,6 +92,18 @@ def build_report(
         ),
         lines=lines,
     )
+
+
+def _total(run: Run, end_ts: str | None, phases: list[PhaseReport], outcome: Outcome) -> float | None:
+    """From the run's first time to ready, the failure, or (still starting) the latest it knows of:
+    the last time printed, or the open phase's start plus its bar's own clock."""
+    total = seconds_between(run.first_ts, end_ts)
+    if outcome == "starting":
+        for p in phases:
+            since = seconds_between(run.first_ts, p.start)
+            if p.end is None and p.progress is not None and since is not None and p.duration_s is not None:
+                total = max(total or 0.0, since + p.duration_s)
+    return total
 
 
 def failure_ts(run: Run) -> str | None:
@@ -113,7 +129,8 @@ def _failure(run: Run) -> tuple[FailureReport | None, Phase | None]:
     root = _root(run)
     if root is None:
         return None, None
-    phase = root.assessment.phase or root.track_phase or run.furthest_phase()
+    # nothing says where: before any phase marker, the server was launching
+    phase = root.assessment.phase or root.track_phase or run.furthest_phase() or Phase.LAUNCH
     if run.ready_line is not None and root.event.line > run.ready_line:
         phase = phase if phase is Phase.READY else Phase.READY
     config = run.server_args or {}
@@ -203,15 +220,32 @@ def _phases(run: Run, failure: FailureReport | None) -> list[PhaseReport]:
             ]
             if later and (end is None or min(later)[0] < end):
                 end, last_line = min(later)
+        duration = seconds_between(start, end if end is not None else last_ts)
+        bar = run.bars.get(phase)
+        progress = None
+        if bar is not None:
+            progress = ProgressReport(
+                desc=bar.desc,
+                percent=bar.percent,
+                done=bar.done,
+                total=bar.total,
+                elapsed_s=bar.elapsed_s,
+                remaining_s=bar.remaining_s,
+                line=bar.line,
+            )
+            if end is None and bar.elapsed_s is not None and (duration is None or bar.elapsed_s > duration):
+                # a silent phase: its bar has been counting while no line carried a time
+                duration = bar.elapsed_s
         out.append(
             PhaseReport(
                 name=phase,
                 start=start,
                 end=end,
-                duration_s=seconds_between(start, end if end is not None else last_ts),
+                duration_s=duration,
                 first_line=min(first_lines),
                 last_line=last_line,
                 lower_bound=any(phase in t.spans and t.spans[phase].lower_bound for t in run.tracks.values()),
+                progress=progress,
                 ranks=dict(sorted(ranks.items(), key=lambda kv: rank_sort_key(kv[0]))),
             )
         )
@@ -303,6 +337,15 @@ def _warnings(
                 "--mem-fraction-static or --cuda-graph-max-bs",
                 line=line,
                 found=f"{avail:.2f}",
+            )
+        )
+    if "stdout" in run.streams and "stderr" not in run.streams and not run.seen_sglang:
+        out.append(
+            WarningReport(
+                kind="stderr_missing",
+                message="this log holds what the server wrote to stdout (Gloo, NCCL, access lines) but none of SGLang's "
+                "own lines, which go to stderr: start the server with its stderr in the log too "
+                "(python -m sglang.launch_server ... > server.log 2>&1)",
             )
         )
     if run.partial and run.first_entry is not None:

@@ -9,7 +9,7 @@ from typing import Any
 from logphase.pipeline import events as ev
 from logphase.pipeline.events import LineInfo
 from logphase.pipeline.grammars import Parsed
-from logphase.pipeline.values import clean, gigabytes, int_list, integer, number
+from logphase.pipeline.values import clean, clock_seconds, gigabytes, int_list, integer, number
 
 Builder = Callable[[Parsed, str, LineInfo], ev.EventBase]  # (match, the message's text, where) -> event
 
@@ -254,6 +254,7 @@ def torch_other(p: Parsed, text: str, at: LineInfo) -> ev.EventBase:
 
 def progress_bar(p: Parsed, text: str, at: LineInfo) -> ev.EventBase:
     params: dict[str, str] = {}
+    clock = p.child("clock")
     bar_params = p.child("bar_params")
     for param in bar_params.children if bar_params else []:
         key, value = param.first("BAR_KEY"), param.first("BAR_VALUE")
@@ -269,6 +270,8 @@ def progress_bar(p: Parsed, text: str, at: LineInfo) -> ev.EventBase:
         batch_size=integer(params.get("bs")),
         num_tokens=integer(params.get("num_tokens")),
         avail_mem_gb=gigabytes(params.get("avail_mem")),
+        elapsed_s=clock_seconds(clock.first("ELAPSED")) if clock else None,
+        remaining_s=clock_seconds(clock.first("REMAINING")) if clock else None,
     )
 
 

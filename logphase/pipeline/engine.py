@@ -268,6 +268,8 @@ class Engine:
             return
         found = classify(env, info)
         if found is None:
+            if env.stamped and ts is not None:
+                self._machine.note_line(ts, line.lineno)  # SGLang's, though no message logphase knows
             self._counts["unrecognized"] += 1
             if len(self.unrecognized_sample) < KEEP_UNRECOGNIZED:
                 self.unrecognized_sample.append((line.lineno, text[:300]))

@@ -203,6 +203,8 @@ class ProgressBar(EventBase):
     batch_size: int | None = Field(default=None, description="bs= of a capture bar")
     num_tokens: int | None = Field(default=None, description="num_tokens= of a capture bar")
     avail_mem_gb: AvailMem = None
+    elapsed_s: float | None = Field(default=None, description="time since the bar started, as tqdm measures it")
+    remaining_s: float | None = Field(default=None, description="tqdm's estimate of the time left")
 
 
 # --- scheduler ready, HTTP, warmup, ready ------------------------------------------------------------

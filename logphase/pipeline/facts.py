@@ -4,6 +4,8 @@ of the pools and graphs, SGLang's own overrides and notices worth a warning."""
 from __future__ import annotations
 
 from logphase.pipeline import events as ev
+from logphase.pipeline.messages import bar_evidence
+from logphase.pipeline.phases import Phase
 from logphase.pipeline.runs import Run
 
 
@@ -55,9 +57,13 @@ def note_facts(run: Run, event: ev.EventBase, rank: str) -> None:
     elif isinstance(event, ev.CaptureSizes) and event.what == "bs" and event.sizes:
         run.max_capture_bs = max([run.max_capture_bs or 0, *event.sizes])
     elif isinstance(event, ev.ProgressBar):
-        if event.avail_mem_gb is not None and event.desc.startswith("Capturing"):
+        shows = bar_evidence(event)
+        if shows is not None and shows.phase is not None:
+            run.bars[shows.phase] = event  # its own clock, for a phase whose lines carry no time
+        capturing = shows is not None and shows.phase is Phase.CUDA_GRAPH_CAPTURE
+        if event.avail_mem_gb is not None and capturing:
             _capture_mem(run, event.avail_mem_gb, event.rank, event.line)
-        if event.batch_size is not None and event.desc.startswith("Capturing batches"):
+        if event.batch_size is not None and capturing:
             run.max_capture_bs = max(run.max_capture_bs or 0, event.batch_size)
     elif isinstance(event, ev.SchedulerReady):
         if not run.scheduler:

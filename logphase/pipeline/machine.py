@@ -13,7 +13,7 @@ from operator import itemgetter
 from logphase.pipeline import events as ev
 from logphase.pipeline.diagnosis import Severity, assess
 from logphase.pipeline.facts import note_facts
-from logphase.pipeline.messages import SCHEDULER_RULES, evidence_of
+from logphase.pipeline.messages import SCHEDULER_RULES, evidence_of, stream_of
 from logphase.pipeline.phases import Phase, Role, Transition
 from logphase.pipeline.runs import Incident, Run, Span, Track, seconds_between
 
@@ -130,6 +130,11 @@ class PhaseMachine:
     def _fold(self, run: Run, event: ev.EventBase, transition: Transition | None) -> None:
         ts, kind = event.ts, event.kind
         run.extend(ts, ts, event.end_line or event.line)
+        if run.ready_line is None:
+            # where start-up lines were written (the bulk path counts serving lines without events)
+            stream = stream_of(event)
+            if stream is not None:
+                run.streams.add(stream)
         if transition is not None:
             self._apply(run, event, transition)
         if kind == "server_args":
@@ -151,6 +156,14 @@ class PhaseMachine:
         if assessment is not None:
             track = run.tracks.get(event.rank) or run.tracks.get(self._default_rank(event))
             run.incidents.append(Incident(event, assessment, track.phase if track else None))
+
+    def note_line(self, ts: str, line: int) -> None:
+        """An SGLang log line that is no known message: it moves the run's clock, and shows that
+        the server was at least launched."""
+        run = self.run
+        if line >= run.start_line:
+            run.extend(ts, ts, line)
+            run.seen_sglang = True
 
     def feed_plain(self, stamps: list[tuple[bytes, bytes]], first_line: int) -> int:
         """What ``feed`` does with events that carry nothing but their time and writer (no

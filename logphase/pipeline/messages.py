@@ -202,6 +202,25 @@ MESSAGES: dict[str, Message] = {
     "tb_exception": Message("traceback", None),
 }
 
+# where each source writes (spec section 7): SGLang's logger, uvicorn's startup lines, torch, tqdm and
+# Python's warnings go to stderr; Gloo's connection lines (format A), NCCL's debug output and
+# uvicorn's access log to stdout
+_STDOUT = frozenset(
+    {"gloo_connected", "gloo_not_connected", "nccl_info", "nccl_warn", "nccl_trace", "nccl_bare_version", "http_access"}
+)
+_STREAMLESS = frozenset({"killed"})  # the shell's
+
+
+def stream_of(event: ev.EventBase) -> str | None:
+    """Where the line of an event was written: 'stdout', 'stderr', or None when either."""
+    rule = event.rule or event.kind
+    if rule in _STDOUT:
+        return "stdout"
+    if rule in _STREAMLESS:
+        return None
+    return "stderr"
+
+
 SCHEDULER_RULES = frozenset(rule for rule, m in MESSAGES.items() if m.scheduler)
 
 

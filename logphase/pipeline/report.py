@@ -63,6 +63,18 @@ class RankSpan(BaseModel):
     last_line: int | None = Field(default=None, description="the line that closes it; null while open")
 
 
+class ProgressReport(BaseModel):
+    """The latest progress bar of a phase (weight shards, graph batch sizes): its own clock."""
+
+    desc: str = Field(description="what the bar counts")
+    percent: int = Field(description="percent done")
+    done: int = Field(description="steps done")
+    total: int = Field(description="steps in all")
+    elapsed_s: float | None = Field(description="time since the bar started, as tqdm measured it")
+    remaining_s: float | None = Field(description="tqdm's estimate of the time left")
+    line: int = Field(description="the bar's line")
+
+
 class PhaseReport(BaseModel):
     """A phase of the server: from the first rank to enter it to the last to leave it."""
 
@@ -75,6 +87,11 @@ class PhaseReport(BaseModel):
     lower_bound: bool = Field(
         default=False,
         description="the log starts while this phase was under way: start is its first line, duration a lower bound",
+    )
+    progress: ProgressReport | None = Field(
+        default=None,
+        description="the phase's latest progress bar; while the phase is open and its lines carry no newer time, "
+        "duration_s is the bar's elapsed time",
     )
     ranks: dict[str, RankSpan] = Field(default_factory=dict, description="per rank tag, as printed")
 

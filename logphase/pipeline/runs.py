@@ -103,6 +103,9 @@ class Run:
     last_line: int = 0
     # how the run's first phase was entered: anything but the launch means the log starts mid-run
     first_entry: tuple[Phase, int] | None = None
+    seen_sglang: bool = False  # SGLang's own lines, known messages or not
+    streams: set[str] = field(default_factory=set)  # where the events' lines were written
+    bars: dict[Phase, ev.ProgressBar] = field(default_factory=dict)  # the latest bar of each phase
     size_rank: str | None = None
     shutdown_line: int | None = None
 

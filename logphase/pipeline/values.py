@@ -49,6 +49,16 @@ def int_list(text: str | None) -> list[int] | None:
     return values or None
 
 
+def clock_seconds(text: str | None) -> float | None:
+    """tqdm's '02:18' or '1:02:18' -> seconds; None for '?' (unknown)."""
+    if text is None or not text[:1].isdigit():
+        return None
+    total = 0.0
+    for part in text.split(":"):
+        total = total * 60 + float(part)
+    return total
+
+
 def clean(text: str | None) -> str | None:
     if text is None:
         return None
