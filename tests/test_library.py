@@ -120,3 +120,8 @@ def test_models_raise_no_warning_when_built() -> None:
 def test_license_is_in_the_repository() -> None:
     text = (Path(__file__).parents[1] / "LICENSE").read_text()
     assert "Apache License" in text and "Version 2.0" in text
+
+
+def test_incomplete_escapes_in_server_args_are_kept() -> None:
+    args, _ = parse_server_args(r"server_args=ServerArgs(a='\x', b='\u12', c='\U0001f60', e='\UFFFFFFFF', d='ok')")
+    assert args == {"a": r"\x", "b": r"\u12", "c": r"\U0001f60", "e": r"\UFFFFFFFF", "d": "ok"}

@@ -135,6 +135,19 @@ def _time(clock: str) -> str:
     return f"{whole}.{fraction[:6].ljust(6, '0')}" if dot and fraction.strip("0") else whole
 
 
+def wrappers_end(text: str) -> int:
+    """Where the wrappers (and torchrun's prefix) at the start of ``text`` end."""
+    wrapper, _, torch = _compiled()
+    pos = 0
+    for _ in range(MAX_WRAPPERS):
+        m = wrapper.match(text, pos)
+        if m is None or m.end() == pos:
+            break
+        pos = m.end()
+    m = torch.match(text, pos) if text.startswith("[rank", pos) else None
+    return m.end() if m is not None else pos
+
+
 def split_envelope(text: str) -> Envelope:
     """Peel a line's envelope: wrappers, torchrun's prefix, SGLang's prefix; the rest is the message."""
     wrapper, sglang, torch = _compiled()

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from operator import itemgetter
 from typing import NamedTuple, cast
 
+from logphase.pipeline.envelope import wrappers_end
 from logphase.pipeline.grammars import terminal_pattern
 
 # Longest line handed to the later stages. Real SGLang lines reach ~250 kB (request dumps), so
@@ -312,6 +313,8 @@ class LineSplitter:
         if part.find(b"[", 1) < 0:
             return [(offset, part)]
         starts = [m.start() for m in self._glued.finditer(part, 1)]
+        if starts and starts[0] == wrapped_until(part, starts[0]):
+            starts.pop(0)  # what comes before the stamp is the line's own envelope (Ray, docker, compose ...)
         if not starts:
             return [(offset, part)]
         bounds = [0, *starts, len(part)]
@@ -323,6 +326,12 @@ class LineSplitter:
         except UnicodeDecodeError:
             self.stats.invalid_utf8 += 1
             return data.decode("utf-8", errors="replace")
+
+
+def wrapped_until(part: bytes, stamp: int) -> int:
+    """Where the wrappers before ``part[stamp]`` end, if it is only wrappers; else -1."""
+    head = part[:stamp].decode("utf-8", errors="replace")
+    return stamp if wrappers_end(head + "[") >= len(head) else -1
 
 
 def _first_terminator(data: bytes) -> int:

@@ -26,7 +26,7 @@ def unquote(literal: str) -> str:
         code = m.group(1)
         if code in _SIMPLE_ESCAPES:
             return _SIMPLE_ESCAPES[code]
-        if code[0] in "xuU":
+        if code[0] in "xuU" and len(code) > 1 and int(code[1:], 16) <= 0x10FFFF:
             return chr(int(code[1:], 16))
         if code[0] in "01234567":
             return chr(int(code, 8))
