@@ -46,6 +46,10 @@ class LogClock:
         day = datetime(1, 1, 1) + timedelta(days=self._undated_day)
         return f"{day.year:04d}-{day.month:02d}-{day.day:02d}T{stamp.time}"
 
+    def provisional(self, env: Envelope) -> bool:
+        """A line's time is only its wrapper's, in a zone not yet matched to SGLang's."""
+        return env.stamp is None and env.outer is not None and self._outer_offset is None
+
     def of(self, env: Envelope) -> str | None:
         """A line's time: SGLang's own stamp, else its innermost wrapper's (in SGLang's zone)."""
         if env.stamp is not None:

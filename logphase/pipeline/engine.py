@@ -17,7 +17,7 @@ from logphase.pipeline import events as ev
 from logphase.pipeline.build_report import build_report
 from logphase.pipeline.classify import classify, foreign_source
 from logphase.pipeline.clock import LogClock
-from logphase.pipeline.envelope import Envelope, split_envelope
+from logphase.pipeline.envelope import Envelope, Stamp, split_envelope
 from logphase.pipeline.events import LineInfo
 from logphase.pipeline.grammars import terminal_pattern
 from logphase.pipeline.lines import LineSplitter, LogicalLine, Run, RunPatterns
@@ -66,6 +66,7 @@ class Engine:
         self._gate_open = self._since is None
         self._last_ts: str | None = None
         self._clock = LogClock()
+        self._wrapped: tuple[int, str | None, Stamp | None] = (0, None, None)  # the last wrapped physical line
         self._on_unrecognized = on_unrecognized
         self.unrecognized_sample: list[tuple[int, str]] = []
         self._counts = {"events": 0, "unrecognized": 0, "blank": 0, "ignored": 0, "truncated": 0}
@@ -214,11 +215,15 @@ class Engine:
 
     def _line(self, line: LogicalLine, out: list[ev.EventBase]) -> None:
         text = line.text
-        if not self._gate_open and not text.strip():
-            self._counts["ignored"] += 1
-            return
-        if not text.strip():
-            consumed, closed = self._records.offer(split_envelope(""), line.lineno, False)
+        env = split_envelope(text) if text.strip() else None
+        if env is not None:
+            env = self._same_physical_line(line.lineno, env)
+        if env is None or (not env.message.strip() and not env.stamped):
+            # a blank line, bare or in a wrapper ("sglang-1  | "): it may end a traceback's message
+            if not self._gate_open:
+                self._counts["ignored"] += 1
+                return
+            consumed, closed = self._records.offer(env or split_envelope(""), line.lineno, False)
             for event in closed:
                 self._emit(event, out)
             if consumed:
@@ -226,7 +231,6 @@ class Engine:
             else:
                 self._counts["blank"] += 1
             return
-        env = split_envelope(text)
         ts = self._clock.of(env)
         if ts is not None:
             if not self._gate_open and self._since is not None and ts >= self._since:
@@ -281,8 +285,18 @@ class Engine:
             self._warning_tail = WARNING_TAIL_LINES
         self._emit(found, out)
 
+    def _same_physical_line(self, lineno: int, env: Envelope) -> Envelope:
+        """A wrapper (docker, compose, Ray ...) wraps a physical line: the pieces split from it (bar
+        redraws, another rank's line glued on) were written through the same wrapper."""
+        if env.writer is None and env.outer is None and self._wrapped[0] == lineno:
+            return env._replace(writer=self._wrapped[1], outer=self._wrapped[2])
+        if env.writer is not None or env.outer is not None:
+            self._wrapped = (lineno, env.writer, env.outer)
+        return env
+
     def _info(self, line: LogicalLine, env: Envelope, ts: str | None) -> LineInfo:
         return LineInfo(
+            ts_wrapper=self._clock.provisional(env),
             line=line.lineno,
             offset=line.offset,
             raw=line.text[:MAX_RAW_CHARS],

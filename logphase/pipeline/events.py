@@ -32,6 +32,10 @@ class EventBase(BaseModel):
     raw: str = Field(description="the text of the logical line (first line for multi-line records)")
     ts: str | None = Field(default=None, description="ISO 8601 time as printed, or inherited")
     ts_inherited: bool = Field(default=False, description="true when ts came from an earlier line")
+    ts_wrapper: bool = Field(
+        default=False,
+        description="true when ts is a wrapper's time (docker, CI ...) whose offset to SGLang's zone is not known yet",
+    )
     rank: str | None = Field(default=None, description="rank tags as printed: 'TP0', 'DP0 TP1 EP1', 'rank0'")
     writer: str | None = Field(
         default=None, description="the writer a wrapper names (a pod, a Ray actor, an srun task, an MPI rank ...)"
@@ -421,6 +425,7 @@ class LineInfo(NamedTuple):
     ts_inherited: bool
     rank: str | None
     writer: str | None = None
+    ts_wrapper: bool = False
 
     def event(self, cls: type[EventBase], rule: str | None, **fields: Any) -> EventBase:
         return cls(
@@ -429,6 +434,7 @@ class LineInfo(NamedTuple):
             raw=self.raw,
             ts=self.ts,
             ts_inherited=self.ts_inherited,
+            ts_wrapper=self.ts_wrapper,
             rank=self.rank,
             writer=self.writer,
             rule=rule,

@@ -100,7 +100,7 @@ class PhaseMachine:
             self._fold(earlier, event, evidence_of(event))
             return
         ts = event.ts
-        if ts is not None and not event.ts_inherited:
+        if ts is not None and not event.ts_inherited and not event.ts_wrapper:
             if jumps_back(run.clock_by_writer.get(event.rank), ts):
                 run = self._new_run(event.line)
             advance(run.clock_by_writer, event.rank, ts)
