@@ -162,7 +162,8 @@ def test_chained_traceback_survives_other_ranks_in_between() -> None:
     )
     r = parse_text(text)
     assert r.failure is not None and r.failure.rank == "TP0" and r.failure.cause.value == "cuda_oom"
-    assert r.failure.message.startswith("Exception: Capture cuda graph failed")
+    # the first exception of the chain is the original error; the wrapper raised while handling it is not
+    assert r.failure.message.startswith("torch.OutOfMemoryError: CUDA out of memory")
 
 
 def test_same_second_failures_pick_the_earliest_line() -> None:

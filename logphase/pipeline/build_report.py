@@ -8,7 +8,9 @@ import itertools
 import re
 from typing import Any
 
-from logphase.pipeline.diagnosis import ECHO_PREFERENCE, Severity, hint, minimum_mem_fraction, named_rank
+from logphase.pipeline.causes import ECHO_PREFERENCE
+from logphase.pipeline.diagnosis import Severity, minimum_mem_fraction, named_rank
+from logphase.pipeline.hints import hint
 from logphase.pipeline.machine import PhaseMachine
 from logphase.pipeline.phases import PHASE_ORDER, Phase
 from logphase.pipeline.report import (
@@ -112,17 +114,20 @@ def failure_ts(run: Run) -> str | None:
 
 
 def _root(run: Run) -> Incident | None:
-    roots = [i for i in run.incidents if i.assessment.severity is Severity.ROOT]
-    if roots:
-        # first in time; among failures stamped with the same second (the log's resolution), the
-        # earliest line: line numbers do not depend on how the input was read
-        return min(roots, key=lambda i: (i.event.ts or "", i.event.line))
+    """The root cause: the earliest failure that states its error; else the earliest one that
+    does not (a cut traceback, a crash dump); else the most telling echo."""
+    for severity in (Severity.ROOT, Severity.UNSTATED):
+        found = [i for i in run.incidents if i.assessment.severity is severity]
+        if found:
+            # first in time; among failures stamped with the same second (the log's resolution), the
+            # earliest line: line numbers do not depend on how the input was read
+            return min(found, key=lambda i: (i.event.ts or "", i.event.line))
     echoes = [i for i in run.incidents if i.assessment.severity is Severity.ECHO]
     for cause in ECHO_PREFERENCE:
         for incident in echoes:
             if incident.assessment.cause is cause:
                 return incident
-    return None
+    return echoes[0] if echoes else None
 
 
 def _failure(run: Run) -> tuple[FailureReport | None, Phase | None]:
@@ -150,10 +155,10 @@ def _failure(run: Run) -> tuple[FailureReport | None, Phase | None]:
         cause=root.assessment.cause,
         phase=phase,
         rank=root.event.rank or _named(named_rank(root.assessment.message), run),
-        line=root.event.line,
+        line=root.assessment.line or root.event.line,
         ts=root.event.ts,
         message=root.assessment.message[:2000],
-        hint=hint(root.assessment.cause, phase, config, facts),
+        hint=root.assessment.hint or hint(root.assessment.cause, phase, config, facts),
         consequences=consequences[:50],
     )
     return report, phase

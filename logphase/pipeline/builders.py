@@ -304,3 +304,15 @@ def python_warning(p: Parsed, text: str, at: LineInfo) -> ev.EventBase:
 
 def killed(p: Parsed, text: str, at: LineInfo) -> ev.EventBase:
     return at.event(ev.ChildFailure, p.rule, what="killed", exit_code=137, message=text.strip())
+
+
+def process_error(source: str, exit_code: int | None = None) -> Builder:
+    """A line from outside SGLang that says a process failed; the exit code it names, else ``exit_code``."""
+
+    def build(p: Parsed, text: str, at: LineInfo) -> ev.EventBase:
+        code = integer(p.value("code"))
+        return at.event(
+            ev.ProcessError, p.rule, source=source, exit_code=code if code is not None else exit_code, message=text.strip()
+        )
+
+    return build

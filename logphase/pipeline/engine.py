@@ -23,7 +23,7 @@ from logphase.pipeline.grammars import terminal_pattern
 from logphase.pipeline.lines import LineSplitter, LogicalLine, Run, RunPatterns
 from logphase.pipeline.machine import PhaseMachine
 from logphase.pipeline.plain import PLAIN_LINES, PLAIN_RUN
-from logphase.pipeline.records import RecordAssembler, line_shape, opens_record
+from logphase.pipeline.records import RecordAssembler, cut_header, line_shape, opens_record
 from logphase.pipeline.report import LinesReport, Report, normalize_expect
 
 # Raw text kept on an event; the rest of a long line is reachable through its line number.
@@ -223,6 +223,10 @@ class Engine:
             if not self._gate_open:
                 self._counts["ignored"] += 1
                 return
+            if line.partial and text.strip():  # a wrapper's prefix, cut before its message
+                self._counts["truncated"] += 1
+                self._truncated_line = line.lineno
+                return
             consumed, closed = self._records.offer(env or split_envelope(""), line.lineno, False)
             for event in closed:
                 self._emit(event, out)
@@ -240,13 +244,7 @@ class Engine:
             self._counts["ignored"] += 1
             return
         if line.partial:
-            bar = classify(env, self._info(line, env, ts))
-            if isinstance(bar, ev.ProgressBar):
-                self._emit(bar, out)
-                self._counts["events"] += 1
-            else:
-                self._counts["truncated"] += 1
-                self._truncated_line = line.lineno
+            self._partial(line, env, ts, out)
             return
         if self._warning_tail:
             shape = line_shape(text) if not env.stamped and text[:1] in " \t" else None
@@ -284,6 +282,23 @@ class Engine:
         if isinstance(found, ev.PythonWarning):
             self._warning_tail = WARNING_TAIL_LINES
         self._emit(found, out)
+
+    def _partial(self, line: LogicalLine, env: Envelope, ts: str | None, out: list[ev.EventBase]) -> None:
+        """A line cut short (the input ended inside it): a bar is a bar, a cut traceback header
+        still opens its record; anything else is counted as truncated."""
+        info = self._info(line, env, ts)
+        bar = classify(env, info)
+        if isinstance(bar, ev.ProgressBar):
+            self._emit(bar, out)
+            self._counts["events"] += 1
+            return
+        record = cut_header(env, info)
+        if record is not None:
+            record.last_line = line.lineno
+            for done in self._records.start(env.stream, record):
+                self._emit(done, out)
+        self._counts["truncated"] += 1
+        self._truncated_line = line.lineno
 
     def _same_physical_line(self, lineno: int, env: Envelope) -> Envelope:
         """A wrapper (docker, compose, Ray ...) wraps a physical line: the pieces split from it (bar

@@ -289,6 +289,7 @@ class ChainedException(BaseModel):
 
     exc_type: str | None = Field(description="the exception class as printed")
     message: Message
+    exception_line: int | None = Field(default=None, description="the line that names the exception")
 
 
 class PythonException(EventBase):
@@ -301,6 +302,10 @@ class PythonException(EventBase):
     frames: list[Frame] = Field(default_factory=list, description="the frames, outermost first")
     chain: list[ChainedException] = Field(default_factory=list, description="earlier exceptions of the chain")
     complete: bool = Field(default=True, description="false when the record ends before its exception line")
+    exception_line: int | None = Field(default=None, description="the line that names the (last) exception")
+    headerless: bool = Field(
+        default=False, description="true when the log holds the traceback without its header (a window, a paste)"
+    )
     uncaught: bool = Field(default=False, description="printed by the interpreter, not logged")
 
 
@@ -309,6 +314,8 @@ class FatalSignal(EventBase):
 
     kind: Literal["fatal_signal"] = Field("fatal_signal", description=KIND)
     message: Message
+    frames: list[Frame] = Field(default_factory=list, description="the crashing thread's frames, outermost first")
+    headerless: bool = Field(default=False, description="true when the dump's 'Fatal Python error' line is not in the log")
 
 
 class ErrorLine(EventBase):
@@ -364,6 +371,18 @@ class TorchLog(EventBase):
     message: Message
 
 
+class ProcessError(EventBase):
+    """A line from outside SGLang saying that a process failed: the interpreter, argparse, the shell,
+    a launcher, the GPU runtime, another program's fatal ``Error:``."""
+
+    kind: Literal["process_error"] = Field("process_error", description=KIND)
+    source: Literal["interpreter", "argparse", "shell", "launcher", "runtime", "program", "cxx"] = Field(
+        description="who printed it"
+    )
+    exit_code: int | None = Field(default=None, description="the exit code or negated signal it names, if any")
+    message: Message
+
+
 class PythonWarning(EventBase):
     kind: Literal["python_warning"] = Field("python_warning", description=KIND)
     category: str = Field(description="the warning class, e.g. UserWarning")
@@ -408,7 +427,8 @@ Event = Annotated[
     | ChildFailure
     | DistributedError
     | TorchLog
-    | PythonWarning,
+    | PythonWarning
+    | ProcessError,
     Field(discriminator="kind"),
 ]
 

@@ -17,7 +17,7 @@ from lark import Lark, Token, Transformer, Tree
 from lark.exceptions import LarkError
 from lark.grammar import NonTerminal, Terminal
 
-GRAMMAR_SOURCES = ("envelope", "sglang", "gloo", "nccl", "torch", "traceback", "tqdm", "http", "process", "server_args")
+GRAMMAR_SOURCES = ("envelope", "sglang", "gloo", "nccl", "torch", "traceback", "tqdm", "http", "process", "server_args", "errors")
 
 
 def grammar_dir() -> Path:

@@ -35,6 +35,16 @@ def _glued_prefix_pattern() -> re.Pattern[bytes]:
     return re.compile(rb"\[(?:" + dated.encode() + rb"[ \]]|" + clock.encode() + rb" (?:" + tag.encode() + rb"))")
 
 
+def _bar_end_pattern() -> re.Pattern[bytes]:
+    """Where a progress bar's meter ends ('... 3/12 [00:01<00:02,  3.6it/s]') and another writer's
+    text follows without a line break: a bar is redrawn without a newline, so whatever another
+    process writes next lands on the same line. From grammars/tqdm.lark's clock terminals."""
+    elapsed = terminal_pattern("tqdm", "ELAPSED")
+    remaining = terminal_pattern("tqdm", "REMAINING")
+    clock = rb"\[(?:" + elapsed.encode() + rb")<(?:" + remaining.encode() + rb")"
+    return re.compile(rb"\| *\d+/\d+ " + clock + rb"(?:, [^\]\r\n]*)?\](?=[^\s\]])")
+
+
 class LogicalLine(NamedTuple):
     lineno: int
     offset: int
@@ -104,6 +114,7 @@ class LineSplitter:
         self._line_start = 0  # absolute offset of the current physical line
         self._overflow_ends_cr = False  # the dropped tail of the held line ends with \r
         self._glued = _glued_prefix_pattern()
+        self._bar_end = _bar_end_pattern()
         self._all_plain = True  # feed_runs: the last block was one run
         self.stats = LineStats()
 
@@ -315,6 +326,8 @@ class LineSplitter:
         starts = [m.start() for m in self._glued.finditer(part, 1)]
         if starts and starts[0] == wrapped_until(part, starts[0]):
             starts.pop(0)  # what comes before the stamp is the line's own envelope (Ray, docker, compose ...)
+        if b"<" in part:
+            starts = sorted({*starts, *(m.end() for m in self._bar_end.finditer(part))})
         if not starts:
             return [(offset, part)]
         bounds = [0, *starts, len(part)]

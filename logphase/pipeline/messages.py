@@ -191,6 +191,11 @@ MESSAGES: dict[str, Message] = {
     # process.lark
     "python_warning": Message("process", b.python_warning, warning_evidence),
     "killed": Message("process", b.killed),
+    "shell_signal": Message("process", b.process_error("shell")),
+    "interpreter_error": Message("process", b.process_error("interpreter", 1), LAUNCH_NOTE),
+    "argument_error": Message("process", b.process_error("argparse", 2), LAUNCH_NOTE),
+    "launcher_exit": Message("process", b.process_error("launcher")),
+    "runtime_abort": Message("process", b.process_error("runtime")),
     # traceback.lark: the lines of a multi-line record (records.py)
     "tb_header": Message("traceback", None),
     "tb_thread_exception": Message("traceback", None),
@@ -199,6 +204,10 @@ MESSAGES: dict[str, Message] = {
     "tb_extensions": Message("traceback", None),
     "tb_frame": Message("traceback", None),
     "tb_chain": Message("traceback", None),
+    "tb_terminate": Message("traceback", None),
+    "tb_what": Message("traceback", None),
+    "tb_cxx_origin": Message("traceback", None),
+    "tb_cxx_frame": Message("traceback", None),
     "tb_exception": Message("traceback", None),
 }
 
@@ -208,7 +217,7 @@ MESSAGES: dict[str, Message] = {
 _STDOUT = frozenset(
     {"gloo_connected", "gloo_not_connected", "nccl_info", "nccl_warn", "nccl_trace", "nccl_bare_version", "http_access"}
 )
-_STREAMLESS = frozenset({"killed"})  # the shell's
+_STREAMLESS = frozenset({"killed", "shell_signal", "launcher_exit"})  # the shell's, a launcher's
 
 
 def stream_of(event: ev.EventBase) -> str | None:

@@ -1,6 +1,11 @@
 """Stage 3: multi-line records. Python tracebacks (chained ones included) become one
-``PythonException`` event; faulthandler dumps one ``FatalSignal``. The shape of each line is
-``grammars/traceback.lark``'s.
+``PythonException`` event; faulthandler dumps one ``FatalSignal``; an escaped C++ exception one
+``ProcessError``. The shape of each line is ``grammars/traceback.lark``'s.
+
+A record also opens without its first line, because windows and pastes start anywhere: at a frame
+(``  File "...", line 12, in f``), at a lone exception line (``ValueError: ...``), at a faulthandler
+stack (``Current thread 0x...``). Only lines without SGLang's own prefix can do that: SGLang logs
+whole records, header first.
 
 Open records are kept per stream: torchrun's ``[rank3]:`` prefix names the stream, so two ranks'
 tracebacks can interleave; unprefixed lines share one stream. A line from another writer (a
@@ -26,8 +31,19 @@ MAX_FRAMES = 200
 MAX_PARSE_CHARS = 4096
 
 
-# what a line that opens a record has in it, from the grammar's terminals
-_OPENERS = re.compile("|".join(terminal_pattern("traceback", t) for t in ("TRACEBACK", "THREAD_EXCEPTION", "FATAL_ERROR")))
+# an exception line standing alone: an exception class at the start, then ':' or nothing
+_EXCEPTION_HEAD = r"^(?:[A-Za-z_]\w*\.)*[A-Za-z_]?\w*(?:Error|Exception|Exit|Interrupt)(?::|\s*$)"
+# what a line that opens a record has in it, from the grammar's terminals: a header, a frame, a
+# faulthandler stack, a C++ terminate, or an exception class at the start of the line
+_OPENERS = re.compile(
+    "|".join(
+        [terminal_pattern("traceback", t) for t in ("TRACEBACK", "THREAD_EXCEPTION", "FATAL_ERROR", "THREAD_DUMP", "TERMINATE")]
+        + [r'^\s*File "', _EXCEPTION_HEAD]
+    )
+)
+# a line cut inside a traceback header: "[...] Scheduler hit an exception: Tra" at the end of the input
+_HEADER_TEXT = "Traceback (most recent call last):"
+_CUT_HEADER = re.compile(r"(?P<by>.*?(?:hit an exception|warmup error)):? ?(?P<tail>T[\w (]*)?$")
 
 
 class State(Enum):
@@ -36,6 +52,7 @@ class State(Enum):
     GAP = "gap"  # a blank line after the message: a chained traceback may follow
     CHAIN = "chain"  # "During handling of the above exception ..." was read
     FATAL = "fatal"  # a faulthandler dump
+    CXX = "cxx"  # an escaped C++ exception: what(), c10's origin and native frames
 
 
 def line_shape(text: str) -> Parsed | None:
@@ -50,6 +67,7 @@ def line_shape(text: str) -> Parsed | None:
 class _Exception:
     exc_type: str | None
     message_lines: list[str]
+    line: int | None = None
 
 
 @dataclass
@@ -63,16 +81,37 @@ class OpenRecord:
     lines: int = 1
     last_line: int = 0
     fatal_message: str | None = None
+    headerless: bool = False
+    native_stack: bool = False  # a C++ exception's what() is over: c10's native stack follows
+    # faulthandler: the stacks of the dump's threads, innermost frame first as it prints them
+    stacks: list[tuple[bool, list[ev.Frame]]] = field(default_factory=list)
 
     @property
     def complete(self) -> bool:
-        """The record has reached its exception line (or is a faulthandler dump)."""
-        return bool(self.exceptions) or self.fatal_message is not None
+        """The record has reached its exception line (or is a faulthandler dump or a C++ exception)."""
+        return bool(self.exceptions) or self.fatal_message is not None or self.state is State.CXX
 
     def to_event(self) -> ev.EventBase:
+        if self.state is State.CXX:
+            what = " ".join(m for e in self.exceptions for m in e.message_lines)
+            message = f"{self.header}: {what}" if what else (self.header or "C++ exception")
+            return self.at.event(ev.ProcessError, "tb_terminate", source="cxx", message=message, end_line=self.last_line)
         if self.fatal_message is not None:
-            return self.at.event(ev.FatalSignal, None, message=self.fatal_message, end_line=self.last_line)
-        chain = [ev.ChainedException(exc_type=e.exc_type, message="\n".join(e.message_lines)) for e in self.exceptions]
+            # the crashing thread's stack ("Current thread"), else the last one, outermost frame first
+            current = next((frames for is_current, frames in self.stacks if is_current), None)
+            frames = current if current is not None else (self.stacks[-1][1] if self.stacks else [])
+            return self.at.event(
+                ev.FatalSignal,
+                None,
+                message=self.fatal_message,
+                frames=list(reversed(frames))[-MAX_FRAMES:],
+                headerless=self.headerless,
+                end_line=self.last_line,
+            )
+        chain = [
+            ev.ChainedException(exc_type=e.exc_type, message="\n".join(e.message_lines), exception_line=e.line)
+            for e in self.exceptions
+        ]
         last = chain[-1] if chain else None
         return self.at.event(
             ev.PythonException,
@@ -84,6 +123,8 @@ class OpenRecord:
             chain=chain[:-1],
             complete=last is not None,
             uncaught=self.uncaught,
+            exception_line=last.exception_line if last else None,
+            headerless=self.headerless,
             end_line=self.last_line,
         )
 
@@ -143,7 +184,7 @@ class RecordAssembler:
             if env.torch_rank is None and (record.state is State.FRAMES or not same_writer):
                 return False, []
             return False, self.close(stream)
-        consumed = _continue(record, text)
+        consumed = _continue(record, text, lineno)
         if consumed:
             record.lines += 1
             record.last_line = lineno
@@ -153,14 +194,23 @@ class RecordAssembler:
         return False, self.close(stream)
 
 
-def _continue(record: OpenRecord, text: str) -> bool:
+def _frame(shape: Parsed) -> ev.Frame:
+    return ev.Frame(
+        path=shape.value("frame_path") or "",
+        lineno=int(shape.value("frame_line") or 0),
+        function=shape.value("frame_function"),
+    )
+
+
+def _continue(record: OpenRecord, text: str, lineno: int) -> bool:
     """Whether ``text`` continues ``record`` (and what it adds to it)."""
     stripped = text.strip()
     shape = line_shape(text)
     rule = shape.rule if shape is not None else None
     if record.state is State.FATAL:
-        # faulthandler dump: "Thread 0x... (most recent call first):" and '  File "..."' lines
-        return not stripped or text.startswith((" ", "\t")) or rule in ("tb_thread_dump", "tb_extensions")
+        return _continue_dump(record, text, shape)
+    if record.state is State.CXX:
+        return _continue_cxx(record, stripped, shape)
     if rule == "tb_thread_exception" and record.state is not State.GAP:
         return False  # the next thread's traceback begins
     if not stripped:
@@ -174,13 +224,7 @@ def _continue(record: OpenRecord, text: str) -> bool:
         return False
     if text.startswith((" ", "\t")):
         if rule == "tb_frame" and shape is not None:
-            record.frames.append(
-                ev.Frame(
-                    path=shape.value("frame_path") or "",
-                    lineno=int(shape.value("frame_line") or 0),
-                    function=shape.value("frame_function"),
-                )
-            )
+            record.frames.append(_frame(shape))
             record.state = State.FRAMES
             return True
         if record.state is State.MESSAGE:
@@ -190,11 +234,7 @@ def _continue(record: OpenRecord, text: str) -> bool:
         record.state = State.CHAIN
         return True
     if record.state is State.FRAMES:
-        exc_type, message = None, stripped
-        if rule == "tb_exception" and shape is not None:
-            exc_type = shape.value("exc_type")
-            message = (shape.value("exc_message") or "").strip()
-        record.exceptions.append(_Exception(exc_type, [message] if message else []))
+        record.exceptions.append(_exception(shape, stripped, lineno))
         record.state = State.MESSAGE
         return True
     if record.state is State.MESSAGE:
@@ -203,23 +243,98 @@ def _continue(record: OpenRecord, text: str) -> bool:
     return False
 
 
+def _exception(shape: Parsed | None, stripped: str, lineno: int) -> _Exception:
+    """The exception an exception line names ('torch.OutOfMemoryError: CUDA out of ...')."""
+    exc_type, message = None, stripped
+    if shape is not None and shape.rule == "tb_exception":
+        exc_type = shape.value("exc_type")
+        message = (shape.value("exc_message") or "").strip()
+    return _Exception(exc_type, [message] if message else [], lineno)
+
+
+def _continue_dump(record: OpenRecord, text: str, shape: Parsed | None) -> bool:
+    """faulthandler: "Thread 0x... (most recent call first):" blocks of '  File "..."' lines."""
+    rule = shape.rule if shape is not None else None
+    if rule == "tb_thread_dump":
+        record.stacks.append((text.lstrip().startswith(("Current thread", "Stack")), []))
+        return True
+    if rule == "tb_frame" and shape is not None:
+        if not record.stacks:
+            record.stacks.append((False, []))
+        record.stacks[-1][1].append(_frame(shape))
+        return True
+    return not text.strip() or text.startswith((" ", "\t")) or rule == "tb_extensions"
+
+
+def _continue_cxx(record: OpenRecord, stripped: str, shape: Parsed | None) -> bool:
+    """A C++ exception: what() and the lines of its message, then c10's origin and frames."""
+    rule = shape.rule if shape is not None else None
+    if rule == "tb_what" and shape is not None:
+        message = (shape.value("exc_message") or "").strip()
+        record.exceptions.append(_Exception(None, [message] if message else []))
+        return True
+    if rule in ("tb_cxx_origin", "tb_cxx_frame"):
+        record.native_stack = True
+        return True
+    if not stripped or rule in ("tb_fatal", "tb_header", "tb_thread_dump"):
+        return False
+    if record.exceptions and not record.native_stack and len(record.exceptions[-1].message_lines) < MAX_MESSAGE_LINES:
+        record.exceptions[-1].message_lines.append(stripped)
+        return True
+    return False
+
+
 def opens_record(env: Envelope, at: LineInfo) -> OpenRecord | None:
     """A record starts at a traceback header (bare, rank-prefixed or after a logged message such as
-    'Scheduler hit an exception: '), at threading's 'Exception in thread X:', or at faulthandler's
-    'Fatal Python error'."""
+    'Scheduler hit an exception: '), at threading's 'Exception in thread X:', at faulthandler's
+    'Fatal Python error' or a C++ 'terminate called ...'; without its first line, at a frame, a
+    faulthandler stack or an exception line that no SGLang prefix precedes."""
     text = env.message
     if _OPENERS.search(text) is None:
         return None  # a cheap test first: most lines are not traceback lines
     shape = line_shape(text)
     if shape is None:
         return None
-    if shape.rule == "tb_thread_exception":
+    rule = shape.rule
+    if rule == "tb_thread_exception":
         return OpenRecord(at=at, header=text.strip().rstrip(":"), uncaught=True, state=State.GAP)
-    if shape.rule == "tb_header":
+    if rule == "tb_header":
         logged_by = shape.value("logged_by")
         header = logged_by.strip().rstrip(":").strip() or None if logged_by else None
-        uncaught = not env.stamped and header is None
+        # a bare header with SGLang's prefix is a scheduler's death in 0.3.x when a rank logs it
+        uncaught = header is None and (not env.stamped or env.rank is not None)
         return OpenRecord(at=at, header=header, uncaught=uncaught)
-    if shape.rule == "tb_fatal":
+    if rule == "tb_fatal":
         return OpenRecord(at=at, header=None, uncaught=True, state=State.FATAL, fatal_message=text.strip())
+    if rule == "tb_terminate":
+        return OpenRecord(at=at, header=text.strip(), uncaught=True, state=State.CXX)
+    if env.stamped:
+        return None  # SGLang's logger prints records whole: a stamped line is no fragment of one
+    if rule == "tb_thread_dump" or (rule == "tb_frame" and '", line ' in text and not _has_comma_in(text)):
+        record = OpenRecord(at=at, header=None, uncaught=True, state=State.FATAL, headerless=True)
+        record.fatal_message = "faulthandler stack dump (its 'Fatal Python error' line is not in the log)"
+        _continue_dump(record, text, shape)
+        return record
+    if rule == "tb_frame":
+        return OpenRecord(at=at, header=None, uncaught=True, frames=[_frame(shape)], headerless=True)
+    if rule == "tb_exception" and re.match(_EXCEPTION_HEAD, text.strip()):
+        first = _exception(shape, text.strip(), at.line)
+        return OpenRecord(at=at, header=None, uncaught=True, exceptions=[first], state=State.MESSAGE, headerless=True)
+    return None
+
+
+def _has_comma_in(frame_line: str) -> bool:
+    """Tracebacks write '", line 12, in f'; faulthandler '", line 12 in f'."""
+    return re.search(r'", line \d+, in ', frame_line) is not None
+
+
+def cut_header(env: Envelope, at: LineInfo) -> OpenRecord | None:
+    """A line cut inside a traceback's header (the last line of a log the process died writing):
+    '... Scheduler hit an exception: Tra', or 'Traceback (most rec'."""
+    text = env.message.rstrip()
+    m = _CUT_HEADER.match(text)
+    if m is not None and _HEADER_TEXT.startswith(m.group("tail") or ""):
+        return OpenRecord(at=at, header=m.group("by").strip() or None, uncaught=True)
+    if len(text.strip()) >= 5 and _HEADER_TEXT.startswith(text.strip()):
+        return OpenRecord(at=at, header=None, uncaught=not env.stamped or env.rank is not None)
     return None

@@ -123,7 +123,7 @@ class Run:
 
     @property
     def has_root(self) -> bool:
-        return any(i.assessment.severity is Severity.ROOT for i in self.incidents)
+        return any(i.assessment.severity in (Severity.ROOT, Severity.UNSTATED) for i in self.incidents)
 
     def furthest_phase(self) -> Phase | None:
         phases = [t.phase for t in self.tracks.values() if t.phase is not None]

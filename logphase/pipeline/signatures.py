@@ -1,0 +1,70 @@
+"""Reading an error's text with the cause table: ``grammars/errors.lark``'s phrases, compiled into
+one regular expression per rule, tried in the order of ``causes.SIGNATURES``."""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from typing import NamedTuple
+
+from lark.grammar import Terminal
+
+from logphase.pipeline.causes import SIGNATURES, Cause, Role, Signature
+from logphase.pipeline.grammars import parser, terminal_pattern
+from logphase.pipeline.phases import Phase
+
+# a wrapper quoting a wrapper quoting ... (Ray around the graph wrapper around an OOM)
+MAX_WRAPPER_DEPTH = 4
+
+
+class Reading(NamedTuple):
+    """What an error's text says: the row that decided, and the quoted text when wrappers led to it."""
+
+    signature: Signature | None  # None: no row matched (an error logphase has no meaning for)
+    cause: Cause | None
+    role: Role
+    phase: Phase | None  # the phase the text (or a wrapper around it) names
+    hint: str | None
+
+
+@cache
+def _compiled() -> tuple[tuple[Signature, re.Pattern[str]], ...]:
+    grammar = parser("errors")
+    alternatives: dict[str, list[str]] = {}
+    for rule in grammar.rules:
+        name = str(rule.origin.name)
+        if name == "start":
+            continue
+        parts = [f"(?:{terminal_pattern('errors', str(s.name))})" for s in rule.expansion if isinstance(s, Terminal)]
+        alternatives.setdefault(name, []).append("".join(parts))
+    return tuple((s, re.compile("|".join(alternatives[s.rule]))) for s in SIGNATURES)
+
+
+def rules_in_grammar() -> set[str]:
+    """The signature rules errors.lark defines (for the table's tests)."""
+    return {str(r.origin.name) for r in parser("errors").rules if r.origin.name != "start"}
+
+
+def read_error(text: str) -> Reading:
+    """The cause an error's text names, through any wrappers it is quoted in."""
+    phase: Phase | None = None
+    hint: str | None = None
+    for _ in range(MAX_WRAPPER_DEPTH):
+        found = _first_row(text)
+        if found is None:
+            break
+        signature, end = found
+        phase = phase or signature.phase
+        hint = hint or signature.hint
+        if signature.role is not Role.WRAPPER:
+            return Reading(signature, signature.cause, signature.role, signature.phase or phase, signature.hint or hint)
+        text = text[end:]
+    return Reading(None, None, Role.ROOT, phase, hint)
+
+
+def _first_row(text: str) -> tuple[Signature, int] | None:
+    for signature, pattern in _compiled():
+        m = pattern.search(text)
+        if m is not None:
+            return signature, m.end()
+    return None
