@@ -69,7 +69,7 @@ def test_golden_agrees_with_the_manifest(log: Path) -> None:
     assert golden["outcome"] == row["outcome"]
     assert golden["phase"] == row["phase"]
     assert (failure.get("cause") or "-") == row["cause"]
-    assert (failure.get("rank") or "-") == row["rank"].split(" ")[0]
+    assert (failure.get("rank") or "-") == row["rank"].split(" (")[0].strip()  # "TP1 (named in ...)", "DP2 TP2"
     # the golden is checked with EXPECT's --expect values, which the row's "with --expect" part names
     expected = _kinds(row["warnings"]) | ({"stale_log"} if log.name in EXPECT else set())
     assert {w["kind"] for w in golden["warnings"]} == expected

@@ -77,7 +77,7 @@ def test_long_errors_end_with_an_ellipsis_and_counts_agree_in_number() -> None:
     text = render_text(parse_text(long_error))
     error = next(line for line in text.splitlines() if line.strip().startswith("error"))
     assert error.endswith("…")
-    assert "1 other line follows from it" not in text and "1 other line follow from it (line 12)" in text
+    assert "1 other lines" not in text and "1 other line follows from it (line 12)" in text
 
 
 def test_warnings_do_not_repeat_the_logging_call_site() -> None:

@@ -210,9 +210,10 @@ def test_every_fixture_draws_its_phases_failure_and_memory(path: Path) -> None:
         x, w = float(bar.get("x", "0")), float(bar.get("width", "0"))
         assert x >= PLOT_X - 0.01 and x + w <= PLOT_X + PLOT_W + 16, (bar.get("class"), x, w)
     assert_bars_do_not_overlap(svg)
-    # the time axis, both ways
-    assert any(re.fullmatch(r"\d\d:\d\d(:\d\d)?", t) for t in texts(svg)), "no wall-clock tick"
-    assert any(re.fullmatch(r"\+\d+ s|\+\d+ min|\+\d+:\d\d", t) for t in texts(svg)), "no since-launch tick"
+    # the time axis, both ways (a window on a traceback may hold no phase with a time)
+    if any(p.start for p in report.phases):
+        assert any(re.fullmatch(r"\d\d:\d\d(:\d\d)?", t) for t in texts(svg)), "no wall-clock tick"
+        assert any(re.fullmatch(r"\+\d+ s|\+\d+ min|\+\d+:\d\d", t) for t in texts(svg)), "no since-launch tick"
     f = report.failure
     if f is None:
         assert not by_class(svg, "lp-failure-marker") and "✖" not in drawn

@@ -82,7 +82,8 @@ def render_text(report: Report, color: bool = False) -> str:
         if f.consequences:
             n = len(f.consequences)
             lines = ", ".join(str(c.line) for c in f.consequences[:5]) + (", ..." if n > 5 else "")
-            out.append(f"  echoes  {plural(n, 'other line')} follow from it ({'line' if n == 1 else 'lines'} {lines})")
+            verb, noun = ("follows", "line") if n == 1 else ("follow", "lines")
+            out.append(f"  echoes  {plural(n, 'other line')} {verb} from it ({noun} {lines})")
     if report.warnings:
         out.append("")
         for w in report.warnings:

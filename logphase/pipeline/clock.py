@@ -4,7 +4,8 @@ A stamp without a date (``[09:20:26 TP0]``, a journald or glog time without the 
 date from the nearest dated line before it; with none, it is dated 0001-01-01, and a time that goes
 back by more than half a day starts the next day (midnight passed), so durations still work.
 A wrapper's time (docker, CI) may be in another zone than SGLang's: the offset between the two is
-learned from lines that carry both and applied to the lines that carry only the wrapper's.
+learned from lines that carry both and applied to the lines that carry only the wrapper's; a time
+of day inside a dated wrapper takes the day that puts it nearest the wrapper's time.
 """
 
 from __future__ import annotations
@@ -53,7 +54,13 @@ class LogClock:
     def of(self, env: Envelope) -> str | None:
         """A line's time: SGLang's own stamp, else its innermost wrapper's (in SGLang's zone)."""
         if env.stamp is not None:
-            ts = self.resolve(env.stamp)
+            if env.outer is not None and env.stamp.year is None and env.outer.year is not None:
+                # a time of day inside a dated wrapper: the day that puts it nearest the wrapper's
+                # time in SGLang's zone (the two may sit on either side of midnight)
+                outer = self.resolve(env.outer)
+                ts = _nearest_day(_parse(outer) + timedelta(seconds=self._outer_offset or 0), env.stamp.time)
+            else:
+                ts = self.resolve(env.stamp)
             if env.outer is not None:
                 outer = self.resolve(env.outer)
                 offset = (_parse(ts) - _parse(outer)).total_seconds()
@@ -66,6 +73,13 @@ class LogClock:
             return outer
         shifted = _parse(outer) + timedelta(seconds=self._outer_offset)
         return shifted.isoformat(timespec="microseconds" if "." in outer else "seconds")
+
+
+def _nearest_day(guess: datetime, clock: str) -> str:
+    """``clock`` (HH:MM:SS[.f]) on the day before, of or after ``guess``, whichever is nearest it."""
+    at = datetime.fromisoformat(f"{guess.date().isoformat()}T{clock}")
+    best = min((at + timedelta(days=d) for d in (-1, 0, 1)), key=lambda t: abs((t - guess).total_seconds()))
+    return best.isoformat(timespec="microseconds" if "." in clock else "seconds")
 
 
 def _seconds(clock: str) -> float:

@@ -14,6 +14,7 @@ def note_facts(run: Run, event: ev.EventBase, rank: str) -> None:
     if isinstance(event, ev.ServerArgs):
         if run.server_args is None:
             run.server_args, run.server_args_line = event.args, event.line
+        run.node_ranks.add(event.args.get("node_rank"))
     elif isinstance(event, ev.ParameterOverride):
         run.overrides.append(event)
     elif isinstance(event, ev.WeightLoadBegin) and event.avail_mem_gb is not None:

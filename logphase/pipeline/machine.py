@@ -104,13 +104,16 @@ class PhaseMachine:
             if jumps_back(run.clock_by_writer.get(event.rank), ts):
                 run = self._new_run(event.line)
             advance(run.clock_by_writer, event.rank, ts)
-        kind = event.kind
         later = ts is None or run.last_ts is None or ts > run.last_ts
-        if kind == "server_args" and (
-            run.server_args is not None
-            # ranks already working or done: a relaunch, unless the dump is older than their lines
-            # (it was printed first and merely reached the file late)
-            or ((run.has_progress() or run.finished) and later)
+        if (
+            isinstance(event, ev.ServerArgs)
+            and (
+                run.server_args is not None
+                # ranks already working or done: a relaunch, unless the dump is older than their lines
+                # (it was printed first and merely reached the file late)
+                or ((run.has_progress() or run.finished) and later)
+            )
+            and not run.another_node(event.args)
         ):
             run = self._new_run(event.line)
             later = True
@@ -156,6 +159,9 @@ class PhaseMachine:
         if assessment is not None:
             track = run.tracks.get(event.rank) or run.tracks.get(self._default_rank(event))
             run.incidents.append(Incident(event, assessment, track.phase if track else None))
+            if run.first_entry is None and assessment.phase is not None and assessment.severity is not Severity.NOTE:
+                # nothing before it named a phase: the run is first seen where the failure struck
+                run.first_entry = (assessment.phase, event.line)
 
     def note_line(self, ts: str, line: int) -> None:
         """An SGLang log line that is no known message: it moves the run's clock, and shows that
@@ -228,8 +234,14 @@ class PhaseMachine:
             track.close(track.phase, ts, line)
             return
         if role is Role.SERVING_OR_WARMUP:
-            # the warmup request is served too: it is warmup once the run's start-up was seen
-            phase = Phase.READY if run.furthest_phase() is None else Phase.WARMUP
+            # the warmup request is served too: it is warmup once the run's start-up was seen; the
+            # warmup sends one request, so a second one is a client's (when the ready line is not
+            # in the log: stdout alone)
+            furthest = run.furthest_phase()
+            posted = isinstance(event, ev.HttpAccess) and event.method == "POST"
+            second = posted and run.requests_posted > 0 and furthest is Phase.WARMUP
+            run.requests_posted += posted
+            phase = Phase.READY if furthest is None or second else Phase.WARMUP
         assert phase is not None
         if phase is Phase.READY and run.ready_line is None:
             run.ready_ts, run.ready_line = ts, line

@@ -185,6 +185,8 @@ class RecordAssembler:
                 return False, []
             return False, self.close(stream)
         consumed = _continue(record, text, lineno)
+        if consumed is None:
+            return False, []  # another writer's line between the frames: the record stays open
         if consumed:
             record.lines += 1
             record.last_line = lineno
@@ -202,8 +204,9 @@ def _frame(shape: Parsed) -> ev.Frame:
     )
 
 
-def _continue(record: OpenRecord, text: str, lineno: int) -> bool:
-    """Whether ``text`` continues ``record`` (and what it adds to it)."""
+def _continue(record: OpenRecord, text: str, lineno: int) -> bool | None:
+    """Whether ``text`` continues ``record`` (and what it adds to it); None for a line that does
+    not, written between its frames by someone else (it leaves the record open)."""
     stripped = text.strip()
     shape = line_shape(text)
     rule = shape.rule if shape is not None else None
@@ -234,6 +237,8 @@ def _continue(record: OpenRecord, text: str, lineno: int) -> bool:
         record.state = State.CHAIN
         return True
     if record.state is State.FRAMES:
+        if not _names_an_exception(shape):
+            return None  # 'srun: Terminating StepId=...' between a traceback's frames
         record.exceptions.append(_exception(shape, stripped, lineno))
         record.state = State.MESSAGE
         return True
@@ -241,6 +246,17 @@ def _continue(record: OpenRecord, text: str, lineno: int) -> bool:
         record.exceptions[-1].message_lines.append(stripped)
         return True
     return False
+
+
+# an exception class: CapWords (KeyError, torch.OutOfMemoryError, KeyboardInterrupt), after any module
+_EXCEPTION_CLASS = re.compile(r"(?:\w+\.)*_*[A-Z]\w*")
+
+
+def _names_an_exception(shape: Parsed | None) -> bool:
+    """An exception line: 'Type: message' or a bare 'Type' whose type is a class name."""
+    if shape is None or shape.rule != "tb_exception":
+        return False
+    return _EXCEPTION_CLASS.fullmatch(shape.value("exc_type") or "") is not None
 
 
 def _exception(shape: Parsed | None, stripped: str, lineno: int) -> _Exception:

@@ -108,6 +108,19 @@ class Run:
     bars: dict[Phase, ev.ProgressBar] = field(default_factory=dict)  # the latest bar of each phase
     size_rank: str | None = None
     shutdown_line: int | None = None
+    requests_posted: int = 0  # POST requests served before ready (the warmup sends one)
+    node_ranks: set[object] = field(default_factory=set)  # the --node-rank of each server_args dump
+
+    def another_node(self, args: dict[str, Any]) -> bool:
+        """Each node of a multi-node launch prints its own server_args: a dump of the same launch
+        with a --node-rank not seen yet is another node starting, not a relaunch."""
+        mine = self.server_args or {}
+        nnodes = args.get("nnodes")
+        if not isinstance(nnodes, int) or nnodes < 2 or self.finished:
+            return False
+        if any(mine.get(key) != args.get(key) for key in ("model_path", "nnodes", "tp_size", "dist_init_addr")):
+            return False
+        return args.get("node_rank") not in self.node_ranks
 
     def extend(self, first_ts: str | None, last_ts: str | None, last_line: int) -> None:
         """Lines up to ``last_line`` belong to the run; their times run from ``first_ts`` to ``last_ts``."""

@@ -225,7 +225,10 @@ def _draw_bar(svg: Svg, b: Bar, ry: float, X: Any, scale: float, tl: Timeline, w
         return
     color = PHASE_COLORS[b.phase]
     x0 = X(b.x0)
-    x1 = x0 + 14 if b.x1 is None or (b.kind == "unknown" and (b.x1 - b.x0) * scale < 14) else X(b.x1)
+    # a phase without timestamps between two others gets a visible stub; one that only has an end
+    # (the log starts inside it) is drawn as it is, not over the phase after it
+    stub = b.kind == "unknown" and (b.x1 - b.x0) * scale < 14 and b.x0 != b.x1 if b.x1 is not None else True
+    x1 = x0 + 14 if stub else X(b.x1)
     w = max(x1 - x0, 2.0)
     cls = f"lp-bar lp-{b.phase.value} lp-{b.kind}"
     if b.kind == "unknown":

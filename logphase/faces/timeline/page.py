@@ -322,10 +322,11 @@ def render_svg(report: Report) -> str:
             svg.text(24, y, line, 12, fill="#1a5e20" if i == 0 else "#1d1d1f")
         if f.consequences:
             y += 16
+            verb = "follows" if len(f.consequences) == 1 else "follow"
             svg.text(
                 24,
                 y,
-                f"○ {plural(len(f.consequences), 'other line')} follow from it (first: line {f.consequences[0].line}): "
+                f"○ {plural(len(f.consequences), 'other line')} {verb} from it (first: line {f.consequences[0].line}): "
                 + clip(f.consequences[0].message.splitlines()[0] if f.consequences[0].message else "", 120),
                 11.5,
                 fill=ECHO_COLOR,
