@@ -138,6 +138,8 @@ def _failure(run: Run) -> tuple[FailureReport | None, Phase | None]:
     phase = root.assessment.phase or root.track_phase or run.furthest_phase() or Phase.LAUNCH
     if run.ready_line is not None and root.event.line > run.ready_line:
         phase = phase if phase is Phase.READY else Phase.READY
+    elif phase is Phase.READY and run.ready_line is None and run.furthest_phase() is Phase.WARMUP:
+        phase = Phase.WARMUP  # the event loop's first batch is the warmup request's
     config = run.server_args or {}
     facts: dict[str, Any] = {"max_capture_bs": run.max_capture_bs, "native_crash": root.event.kind == "fatal_signal"}
     minimum = minimum_mem_fraction(root.assessment.message)

@@ -123,7 +123,8 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     Signature("model_files", Cause.MODEL_LOAD_ERROR, _ROOT),
     Signature("model_unsupported", Cause.MODEL_LOAD_ERROR, _ROOT),
-    Signature("sglang_watchdog", Cause.WATCHDOG_TIMEOUT, _ROOT),
+    # SGLang's watchdog watches a running batch: the event loop was serving (or running the warmup)
+    Signature("sglang_watchdog", Cause.WATCHDOG_TIMEOUT, _ROOT, Phase.READY),
     Signature(
         "device_kernel",
         Cause.PYTHON_EXCEPTION,

@@ -86,6 +86,30 @@ def frames_phase(frames: list[ev.Frame]) -> Phase | None:
     return None
 
 
+# the names the frame patterns look for, for a call cut mid-word ('self.load_mo' is load_model)
+_PHASE_NAMES = tuple(
+    (word, phase) for pattern, phase in _FRAME_PHASES for word in pattern.pattern.split("|") if re.fullmatch(r"\w+", word)
+)
+_SHORTEST_CUT_NAME = 5
+
+
+def statement_phase(statement: str | None) -> Phase | None:
+    """The phase of the call a cut traceback was making: the last name on the innermost frame's
+    source line ('self.load_model()'), or a name cut short at the end of the input ('self.load_mo')."""
+    text = (statement or "").rstrip()
+    calls = re.findall(r"([A-Za-z_]\w*)\s*\(", text)
+    cut = re.search(r"([A-Za-z_]\w*)$", text)  # the input ended inside a name
+    if calls and not cut:
+        return next((phase for pattern, phase in _FRAME_PHASES if pattern.search(calls[-1])), None)
+    if cut is not None:
+        name = cut.group(1)
+        whole = next((phase for pattern, phase in _FRAME_PHASES if pattern.search(name)), None)
+        if whole is not None or len(name) < _SHORTEST_CUT_NAME:
+            return whole
+        return next((phase for word, phase in _PHASE_NAMES if word.startswith(name)), None)
+    return None
+
+
 def _known_messages(text: str) -> list[Parsed]:
     """The SGLang messages (sglang.lark) the lines of an error's text are, e.g. the
     'Rank 1 scheduler died during initialization ...' a RuntimeError carries."""
@@ -203,6 +227,7 @@ def _assess_exception(e: ev.PythonException, after_ready: bool) -> Assessment | 
     wrapper_phase = header_reading.phase if header_reading else None
     frames_at = frames_phase(e.frames)
     if not e.complete:
+        frames_at = statement_phase(e.statement) or frames_at
         where = e.frames[-1] if e.frames else None
         cut = "traceback cut before its exception line"
         message = f"{cut} (last frame {where.function} in {where.path}:{where.lineno})" if where else cut

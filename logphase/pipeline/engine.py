@@ -292,7 +292,11 @@ class Engine:
             self._emit(bar, out)
             self._counts["events"] += 1
             return
-        record = cut_header(env, info)
+        # the rest of an open traceback (a frame or a call cut mid-word says where it was), or its header
+        consumed, closed = self._records.offer(env, line.lineno, foreign_source(env))
+        for done in closed:
+            self._emit(done, out)
+        record = None if consumed else cut_header(env, info)
         if record is not None:
             record.last_line = line.lineno
             for done in self._records.start(env.stream, record):

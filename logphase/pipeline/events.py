@@ -303,6 +303,9 @@ class PythonException(EventBase):
     chain: list[ChainedException] = Field(default_factory=list, description="earlier exceptions of the chain")
     complete: bool = Field(default=True, description="false when the record ends before its exception line")
     exception_line: int | None = Field(default=None, description="the line that names the (last) exception")
+    statement: str | None = Field(
+        default=None, description="when cut before its exception line: the innermost frame's source line (the call under way)"
+    )
     headerless: bool = Field(
         default=False, description="true when the log holds the traceback without its header (a window, a paste)"
     )

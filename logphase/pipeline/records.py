@@ -83,6 +83,7 @@ class OpenRecord:
     fatal_message: str | None = None
     headerless: bool = False
     native_stack: bool = False  # a C++ exception's what() is over: c10's native stack follows
+    statement: str | None = None  # the source line under the last frame
     # faulthandler: the stacks of the dump's threads, innermost frame first as it prints them
     stacks: list[tuple[bool, list[ev.Frame]]] = field(default_factory=list)
 
@@ -122,6 +123,7 @@ class OpenRecord:
             frames=self.frames[-MAX_FRAMES:],
             chain=chain[:-1],
             complete=last is not None,
+            statement=self.statement if last is None else None,
             uncaught=self.uncaught,
             exception_line=last.exception_line if last else None,
             headerless=self.headerless,
@@ -227,9 +229,16 @@ def _continue(record: OpenRecord, text: str, lineno: int) -> bool | None:
         return False
     if text.startswith((" ", "\t")):
         if rule == "tb_frame" and shape is not None:
+            if record.state in (State.GAP, State.MESSAGE):
+                # frames after the exception line: another traceback, its header not in the log (or
+                # quoted in the message, as Ray's RayTaskError quotes its worker's): read on its own
+                return False
             record.frames.append(_frame(shape))
             record.state = State.FRAMES
+            record.statement = None
             return True
+        if record.state is State.FRAMES and record.frames and record.statement is None:
+            record.statement = stripped  # the source line of the innermost frame so far
         if record.state is State.MESSAGE:
             record.exceptions[-1].message_lines.append(stripped)
         return record.state is not State.GAP
