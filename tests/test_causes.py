@@ -139,3 +139,28 @@ def test_an_echo_quoted_by_a_wrapper_stays_an_echo() -> None:
     # the graph capture failed because a peer died: that peer's error is the root
     reading = read_error("Exception: Capture cuda graph failed: [../gloo/transport/tcp/pair.cc:534] Connection closed by peer")
     assert reading.role is Role.ECHO
+
+
+@pytest.mark.parametrize(
+    ("text", "rule"),
+    [
+        ("RuntimeError: Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU", "gpu_unavailable"),
+        ("RuntimeError: The memory capacity is unbalanced. Some GPUs may be occupied by other processes.", "memory_imbalance"),
+        ("ImportError: libcudart.so.13: cannot open shared object file: No such file or directory", "import_failure"),
+        ("ValueError: engine_info_bootstrap_port 8998 is already in use. When running multiple instances", "port_in_use"),
+        ("RuntimeError: No model weights found in: `/models/llama`", "model_files"),
+        ("Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=False)", "sglang_watchdog"),
+        ("torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with signal SIGKILL", "child_killed"),
+        (
+            "RuntimeError: call aclnnMatmul failed. [ERROR] 2026-01-04-07:36:17 (PID:1, Device:0, RankID:0) ERR02005 DIST call hccl api failed.",
+            "comm_error",
+        ),
+    ],
+)
+def test_rows_for_the_catalogue_of_start_up_failures(text: str, rule: str) -> None:
+    reading = read_error(text)
+    assert reading.signature is not None and reading.signature.rule == rule
+
+
+def test_a_soft_watchdog_is_only_diagnostic() -> None:
+    assert read_error("Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=True)").signature is None

@@ -126,6 +126,22 @@ SIGNATURES: tuple[Signature, ...] = (
     # SGLang's watchdog watches a running batch: the event loop was serving (or running the warmup)
     Signature("sglang_watchdog", Cause.WATCHDOG_TIMEOUT, _ROOT, Phase.READY),
     Signature(
+        "gpu_unavailable",
+        Cause.PYTHON_EXCEPTION,
+        _ROOT,
+        hint="The process found no usable GPU: check the driver (nvidia-smi), that the container was started with "
+        "GPU access (--gpus all, the device plugin's resource request), CUDA_VISIBLE_DEVICES, and that the "
+        "driver is new enough for this PyTorch's CUDA (fabric manager on NVSwitch systems).",
+    ),
+    Signature(
+        "memory_imbalance",
+        Cause.PYTHON_EXCEPTION,
+        _ROOT,
+        Phase.DISTRIBUTED_INIT,
+        hint="Some GPUs have less free memory than others: another process (often a stale server) holds them; "
+        "check nvidia-smi and stop it, or pick free GPUs with CUDA_VISIBLE_DEVICES.",
+    ),
+    Signature(
         "device_kernel",
         Cause.PYTHON_EXCEPTION,
         _ROOT,
