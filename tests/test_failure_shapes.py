@@ -148,7 +148,10 @@ ECHOES = [
 
 
 def _stamp_of(report: Report) -> str:
-    ts = report.failure.ts if report.failure and report.failure.ts else "2026-05-09T09:20:00"
+    """A time for the echoes: the root's, else its first echo's (a window that starts inside the root)."""
+    f = report.failure
+    times = [f.ts] if f and f.ts else [c.ts for c in (f.consequences if f else []) if c.ts]
+    ts = times[0] if times else "2026-05-09T09:20:00"
     return ts[:19].replace("T", " ")
 
 

@@ -121,7 +121,8 @@ def _root(run: Run) -> Incident | None:
         if found:
             # first in time; among failures stamped with the same second (the log's resolution), the
             # earliest line: line numbers do not depend on how the input was read
-            return min(found, key=lambda i: (i.event.ts or "", i.event.line))
+            # (to the second: stamps of other writers may carry fractions, SGLang's do not)
+            return min(found, key=lambda i: ((i.event.ts or "")[:19], i.event.line))
     echoes = [i for i in run.incidents if i.assessment.severity is Severity.ECHO]
     for cause in ECHO_PREFERENCE:
         for incident in echoes:

@@ -22,6 +22,7 @@ from logphase.pipeline.events import LineInfo
 from logphase.pipeline.grammars import terminal_pattern
 from logphase.pipeline.lines import LineSplitter, LogicalLine, Run, RunPatterns
 from logphase.pipeline.machine import PhaseMachine
+from logphase.pipeline.messages import MESSAGES
 from logphase.pipeline.plain import PLAIN_LINES, PLAIN_RUN
 from logphase.pipeline.records import RecordAssembler, cut_header, line_shape, opens_record
 from logphase.pipeline.report import LinesReport, Report, normalize_expect
@@ -35,6 +36,10 @@ _PLAIN = RunPatterns(PLAIN_LINES, PLAIN_RUN)
 # a traceback header inside a run of plain lines: the run takes the long way (traceback.lark's TRACEBACK)
 _TRACEBACK_BYTES = b"Traceback (most recent call last):"
 assert re.fullmatch(terminal_pattern("traceback", "TRACEBACK"), _TRACEBACK_BYTES.decode())
+# PyTorch's glog prefix: level, month and day, time ("E0130 18:11:34.707542"), from grammars/torch.lark
+# ("E130 ..." in c10's own logger: the month without its leading zero)
+_GLOG_TIME = re.compile(r"\[?[IWEF](?P<month>\d\d?)(?P<day>\d\d) (?P<time>\d\d:\d\d:\d\d(?:\.\d+)?)")
+assert re.fullmatch(terminal_pattern("torch", "GLOG_STAMP"), "E130 18:11:34.707542")
 _DIGITS_TO_0 = bytes.maketrans(b"123456789", b"000000000")
 _STAMP_SHAPE = b"0000-00-00 00:00:00"  # what PLAIN_LINE's 19-byte timestamps must look like
 
@@ -281,7 +286,21 @@ class Engine:
         self._counts["events"] += 1
         if isinstance(found, ev.PythonWarning):
             self._warning_tail = WARNING_TAIL_LINES
+        if ts is None:
+            self._own_time(found, env)
         self._emit(found, out)
+
+    def _own_time(self, event: ev.EventBase, env: Envelope) -> None:
+        """A line no wrapper or SGLang prefix dates may carry its own time: PyTorch's glog stamp
+        ('[E130 18:11:34.707542570 ProcessGroupGloo.cpp:143]', 'W0529 14:02:24.102000 90211 ...')."""
+        if MESSAGES.get(event.rule or "", None) is None or MESSAGES[event.rule or ""].grammar != "torch":
+            return
+        m = _GLOG_TIME.match(env.message)
+        if m is None:
+            return
+        stamp = Stamp(None, int(m.group("month")), int(m.group("day")), m.group("time")[:15])
+        event.ts = self._last_ts = self._clock.resolve(stamp)
+        event.ts_inherited = False
 
     def _partial(self, line: LogicalLine, env: Envelope, ts: str | None, out: list[ev.EventBase]) -> None:
         """A line cut short (the input ended inside it): a bar is a bar, a cut traceback header
@@ -296,7 +315,7 @@ class Engine:
         consumed, closed = self._records.offer(env, line.lineno, foreign_source(env))
         for done in closed:
             self._emit(done, out)
-        record = None if consumed else cut_header(env, info)
+        record = None if consumed else opens_record(env, info) or cut_header(env, info)
         if record is not None:
             record.last_line = line.lineno
             for done in self._records.start(env.stream, record):

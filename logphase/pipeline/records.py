@@ -43,7 +43,7 @@ _OPENERS = re.compile(
 )
 # a line cut inside a traceback header: "[...] Scheduler hit an exception: Tra" at the end of the input
 _HEADER_TEXT = "Traceback (most recent call last):"
-_CUT_HEADER = re.compile(r"(?P<by>.*?(?:hit an exception|warmup error)):? ?(?P<tail>T[\w (]*)?$")
+_CUT_HEADER = re.compile(r"(?P<by>.*?(?:hit an exception|warmup error)):? ?(?P<tail>T[\w ()]*)?$")
 
 
 class State(Enum):
