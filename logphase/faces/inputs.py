@@ -116,13 +116,13 @@ def feed_all(
             handle.close()
 
 
-def read_input(name: str, since: str | None = None) -> Report:
+def read_input(name: str, since: str | None = None, expect: dict[str, str] | None = None) -> Report:
     """The report on a log, or the saved report, given by name (- for stdin)."""
     from logphase.faces.loading import NotAReport, read_report
 
     handle, source = open_input(name)
     try:
-        return read_report(handle, source, since)
+        return read_report(handle, source, since, expect)
     except NotAReport as exc:
         raise InputError(str(exc)) from None
     except OSError as exc:

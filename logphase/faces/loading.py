@@ -59,16 +59,17 @@ def saved_report(handle: BinaryIO, head: bytes, source: str) -> tuple[Report | N
     return report_from_json(data, source), data
 
 
-def read_report(handle: BinaryIO, source: str, since: str | None = None) -> Report:
+def read_report(handle: BinaryIO, source: str, since: str | None = None, expect: dict[str, str] | None = None) -> Report:
     """The report on a log read from ``handle`` (streamed, in blocks), or the saved report it is.
-    NotAReport for JSON that is not a readable report; OSError for a failed read."""
+    NotAReport for JSON that is not a readable report; OSError for a failed read. ``since`` and
+    ``expect`` apply to logs only."""
     from logphase.pipeline.engine import BLOCK_SIZE, Engine
 
     first = handle.read(BLOCK_SIZE)
     report, head = saved_report(handle, first, source)
     if report is not None:
-        if since is not None:
-            raise NotAReport(f"{source}: a saved report; --since applies to logs only")
+        if since is not None or expect:
+            raise NotAReport(f"{source}: a saved report; --since and --expect apply to logs only")
         return report
     engine = Engine(source=source, since=since, collect_events=False)
     engine.feed(head)
@@ -76,7 +77,7 @@ def read_report(handle: BinaryIO, source: str, since: str | None = None) -> Repo
         while block := handle.read(BLOCK_SIZE):
             engine.feed(block)
     engine.finish()
-    return engine.report()
+    return engine.report(expect)
 
 
 def load(value: object, source: str | None = None) -> Report:

@@ -42,3 +42,24 @@ def add_tolerance(p: argparse.ArgumentParser, scope: str) -> None:
         metavar="SECONDS",
         help=f"{scope}a phase is slower only if also this many seconds slower (default 1; logs stamp whole seconds)",
     )
+
+
+def add_jobs(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--jobs",
+        "-j",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="with several logs: read N at a time in parallel processes (default: the number of CPUs)",
+    )
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value

@@ -3,16 +3,22 @@
 Exit 0 when every expectation holds, 1 when any is violated (each printed in one line with its
 evidence: log lines, measured vs allowed), 2 for usage or input errors. Without --outcome the
 startup must be ready, or failed when --cause is given; --outcome any checks the rest only.
+Several logs are each checked against the same expectations (read in parallel, results in order);
+the exit code is then the worst.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from logphase.faces.exit_codes import EXIT_FAILED, EXIT_READY
 from logphase.faces.inputs import InputError, check_since, parse_expect, read_input
-from logphase.faces.options import add_since, add_tolerance
+from logphase.faces.options import add_jobs, add_since, add_tolerance
+
+if TYPE_CHECKING:
+    from logphase.faces.oracle import Expectations
 
 NAME = "check"
 HELP = "check a log against expectations (outcome, cause, durations, settings, memory, baseline)"
@@ -22,7 +28,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     from logphase.pipeline.causes import Cause
     from logphase.pipeline.phases import PHASE_ORDER
 
-    p.add_argument("file", metavar="LOG", help="log file, a saved `parse --json` report, or - for standard input")
+    p.add_argument(
+        "files",
+        nargs="+",
+        metavar="LOG",
+        help="log file, a saved `parse --json` report, or - for standard input; several: each is checked",
+    )
     p.add_argument(
         "--outcome",
         metavar="OUTCOME",
@@ -50,15 +61,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_since(p)
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("-v", "--verbose", action="store_true", help="print every check, not only the violated ones")
+    add_jobs(p)
 
 
 def run(args: argparse.Namespace) -> int:
     import orjson
 
-    from logphase.faces.oracle import Expectations, OracleError, check, parse_max, render_check
+    from logphase.faces.oracle import OracleError, check, parse_max, render_check
 
     if args.baseline is None and (args.tolerance is not None or args.slack is not None):
         raise InputError("--tolerance and --slack apply to --baseline, which is missing")
+    from logphase.faces.oracle import Expectations
+
     check_since(args.since)
     try:
         want = Expectations.build(
@@ -74,15 +88,52 @@ def run(args: argparse.Namespace) -> int:
     except OracleError as exc:
         raise InputError(str(exc)) from None
     if args.baseline is not None:
-        if args.baseline == "-" and args.file == "-":
+        if args.baseline == "-" and "-" in args.files:
             raise InputError("only one of LOG and --baseline can be standard input")
         want.baseline = read_input(args.baseline)
-    report = read_input(args.file, args.since)
-    result = check(report, want)
     out = sys.stdout.buffer
-    if args.json:
-        out.write(orjson.dumps(result.model_dump(mode="json"), option=orjson.OPT_INDENT_2) + b"\n")
-    else:
-        out.write(render_check(result, report, verbose=args.verbose).encode())
-    out.flush()
-    return EXIT_READY if result.ok else EXIT_FAILED
+    if len(args.files) == 1:
+        report = read_input(args.files[0], args.since)
+        result = check(report, want)
+        if args.json:
+            out.write(orjson.dumps(result.model_dump(mode="json"), option=orjson.OPT_INDENT_2) + b"\n")
+        else:
+            out.write(render_check(result, report, verbose=args.verbose).encode())
+        out.flush()
+        return EXIT_READY if result.ok else EXIT_FAILED
+    return _many(args, want)
+
+
+def _many(args: argparse.Namespace, want: Expectations) -> int:
+    """Each log against the same expectations: its result (JSON Lines with --json), then a count."""
+    import orjson
+
+    from logphase.faces.batch import Outcome, default_jobs, run_batch, worst_exit
+    from logphase.faces.oracle import check, render_check
+    from logphase.faces.wording import plural
+
+    out = sys.stdout.buffer
+    codes: list[int] = []
+
+    def emit(outcome: Outcome) -> None:
+        assert outcome.report is not None
+        result = check(outcome.report, want)
+        codes.append(EXIT_READY if result.ok else EXIT_FAILED)
+        if args.json:
+            out.write(orjson.dumps({"source": outcome.source, **result.model_dump(mode="json")}) + b"\n")
+        else:
+            out.write(render_check(result, outcome.report, verbose=args.verbose).encode())
+        out.flush()
+
+    def report_error(message: str) -> None:
+        sys.stderr.write(f"logphase: {message}\n")
+        sys.stderr.flush()
+
+    outcomes = run_batch(args.files, args.since, {}, args.jobs or default_jobs(), emit, report_error)
+    unreadable = [o for o in outcomes if o.error is not None]
+    if not args.json:
+        passed = codes.count(EXIT_READY)
+        line = f"{plural(len(outcomes), 'log')}: {passed} passed, {len(codes) - passed} failed"
+        out.write((line + (f", {len(unreadable)} unreadable" if unreadable else "") + "\n").encode())
+        out.flush()
+    return worst_exit(codes + [o.exit_code for o in unreadable])

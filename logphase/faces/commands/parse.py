@@ -1,5 +1,6 @@
 """Read a whole log (or - for standard input) and report on its last run. A report saved with
-`parse --json` is read back and printed again (in text, or as JSON)."""
+`parse --json` is read back and printed again (in text, or as JSON). Several logs: one line (or one
+JSON report) each, in the order given, read in parallel; the exit code is the worst verdict."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from logphase.faces.exit_codes import OUTCOME_EXIT
 from logphase.faces.inputs import InputError, check_since, feed_all, open_input, parse_expect, read_head
-from logphase.faces.options import add_color, add_expect_since
+from logphase.faces.options import add_color, add_expect_since, add_jobs
 
 if TYPE_CHECKING:
     from logphase.pipeline.events import EventBase
@@ -21,8 +22,16 @@ HELP = "read a whole log and report"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", metavar="FILE", help="log file, a saved `parse --json` report, or - for standard input")
-    p.add_argument("--json", action="store_true", help="print the JSON report (see `logphase schema`)")
+    p.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help="log file, a saved `parse --json` report, or - for standard input; several: one report each",
+    )
+    p.add_argument(
+        "--json", action="store_true", help="print the JSON report (see `logphase schema`); several logs: JSON Lines, one each"
+    )
+    add_jobs(p)
     add_expect_since(p)
     p.add_argument("--events", action="store_true", help="print the typed events as JSON Lines instead of the report")
     p.add_argument("--unrecognized", action="store_true", help="print the lines no grammar recognised (line number and text)")
@@ -36,7 +45,9 @@ def run(args: argparse.Namespace) -> int:
 
     expect = parse_expect(args.expect)
     check_since(args.since)
-    handle, source = open_input(args.file)
+    if len(args.files) > 1:
+        return _many(args, expect)
+    handle, source = open_input(args.files[0])
     out = sys.stdout.buffer
     report, head = read_head(handle, source)
     if report is not None:
@@ -78,3 +89,33 @@ def _print(report: Report, args: argparse.Namespace) -> int:
         out.write(render_text(report, use_color(sys.stdout, args.color)).encode())
     out.flush()
     return OUTCOME_EXIT[report.outcome]
+
+
+def _many(args: argparse.Namespace, expect: dict[str, str]) -> int:
+    """Several logs: a headline per log (or a JSON report per line), then the count per outcome."""
+    import orjson
+
+    from logphase.faces.batch import Outcome, default_jobs, run_batch, summary, worst_exit
+    from logphase.faces.wording import headline
+
+    if args.events or args.unrecognized:
+        raise InputError("--events and --unrecognized read one log at a time")
+    out = sys.stdout.buffer
+
+    def emit(outcome: Outcome) -> None:
+        assert outcome.report is not None
+        if args.json:
+            out.write(orjson.dumps(outcome.report.model_dump(mode="json")) + b"\n")
+        else:
+            out.write(f"{outcome.source}: {headline(outcome.report)}\n".encode(errors="replace"))
+        out.flush()
+
+    def report_error(message: str) -> None:
+        sys.stderr.write(f"logphase: {message}\n")
+        sys.stderr.flush()
+
+    outcomes = run_batch(args.files, args.since, expect, args.jobs or default_jobs(), emit, report_error)
+    if not args.json:
+        out.write(f"{summary(outcomes)}\n".encode())
+        out.flush()
+    return worst_exit([o.exit_code for o in outcomes])
