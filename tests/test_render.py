@@ -51,6 +51,22 @@ def test_time_between_phases_is_shown_with_its_lines() -> None:
     assert 'class="lp-gap"' in page and "between phases" in page
 
 
+def test_time_after_the_last_phase_ended_is_shown_while_starting() -> None:
+    """The 400B incident: weights loaded, then minutes of silence. The report must not hide
+    them inside the last phase's duration: they are time in no phase, up to the last time printed."""
+    lines = with_gap(200).splitlines()
+    # cut the log after capture's end and keep one later stamped line (a heartbeat of the main process)
+    capture_end = max(i for i, line in enumerate(lines) if "Capture cuda graph end" in line)
+    text = "\n".join([*lines[: capture_end + 1], "[2026-05-09 09:24:52] still here"]) + "\n"
+    report = parse_text(text)
+    assert report.outcome == "starting"
+    trailing = report.unaccounted[-1]
+    assert trailing.after.value == "cuda_graph_capture" and trailing.before is None
+    assert trailing.end == "2026-05-09T09:24:52" and trailing.duration_s > 60
+    assert "(no phase since)" in render_text(report)
+    assert "no phase since" in render_html(report)
+
+
 def test_no_gap_row_when_phases_follow_each_other() -> None:
     report = parse_text(kv_failure())  # each phase starts in the second the one before ends
     assert report.unaccounted == [] and "(between phases)" not in render_text(report)

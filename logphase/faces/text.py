@@ -70,7 +70,8 @@ def render_text(report: Report, color: bool = False) -> str:
             gap = gaps.get(p.name)
             if gap is not None:
                 where = f"lines {gap.first_line}-{gap.last_line}" if gap.first_line and gap.last_line else ""
-                row = f"  {'(between phases)':<20} {gap.start.replace('T', ' '):<20} {fmt_duration(gap.duration_s):>10}  {where}"
+                label = "(between phases)" if gap.before is not None else "(no phase since)"
+                row = f"  {label:<20} {gap.start.replace('T', ' '):<20} {fmt_duration(gap.duration_s):>10}  {where}"
                 out.append(_paint(row, "warning", color))
     f = report.failure
     if f is not None:

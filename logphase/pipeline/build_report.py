@@ -70,7 +70,7 @@ def build_report(
         outcome=outcome,
         phase=phase,
         phases=phases,
-        unaccounted=_unaccounted(phases),
+        unaccounted=_unaccounted(phases, None if ready else end_ts, run, failure),
         total_startup_s=None if run.partial else _total(run, end_ts, phases, outcome),
         ranks=ranks,
         runs=len(machine.runs),
@@ -260,9 +260,12 @@ def _phases(run: Run, failure: FailureReport | None) -> list[PhaseReport]:
     return out
 
 
-def _unaccounted(phases: list[PhaseReport]) -> list[UnaccountedReport]:
+def _unaccounted(
+    phases: list[PhaseReport], end_ts: str | None, run: Run, failure: FailureReport | None
+) -> list[UnaccountedReport]:
     """Stretches where the server was between phases: after every phase that had ended, before
-    the next one began."""
+    the next one began; and, short of ready, after the last phase that ended until the failure or
+    the last time printed (kernel autotuning or a hang after a phase's end line is no phase's time)."""
     out: list[UnaccountedReport] = []
     for earlier, later in itertools.pairwise(phases):
         if earlier.end is None or later.start is None:
@@ -278,6 +281,17 @@ def _unaccounted(phases: list[PhaseReport]) -> list[UnaccountedReport]:
                     duration_s=gap,
                     first_line=earlier.last_line,
                     last_line=later.first_line,
+                )
+            )
+    if phases and phases[-1].end is not None and end_ts is not None:
+        last = phases[-1]
+        gap = seconds_between(last.end, end_ts)
+        if gap is not None and gap > UNACCOUNTED_MIN_S:
+            until_line = failure.line if failure is not None else (run.last_line or None)
+            out.append(
+                UnaccountedReport(
+                    after=last.name, before=None, start=last.end, end=end_ts, duration_s=gap,
+                    first_line=last.last_line, last_line=until_line,
                 )
             )
     return out

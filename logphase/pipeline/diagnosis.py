@@ -228,9 +228,11 @@ def _assess_exception(e: ev.PythonException, after_ready: bool) -> Assessment | 
     frames_at = frames_phase(e.frames)
     if not e.complete:
         frames_at = statement_phase(e.statement) or frames_at
-        where = e.frames[-1] if e.frames else None
+        # a frame line cut before ', in <function>' has lost its line number's tail too
+        whole = [f for f in e.frames if f.function is not None]
+        where = whole[-1] if whole else None
         cut = "traceback cut before its exception line"
-        message = f"{cut} (last frame {where.function} in {where.path}:{where.lineno})" if where else cut
+        message = f"{cut} (last whole frame {where.function} in {where.path}:{where.lineno})" if where else cut
         if e.header:
             message = f"{e.header}: {message}"
         return Assessment(Severity.UNSTATED, Cause.UNKNOWN, wrapper_phase or frames_at, message)

@@ -101,12 +101,15 @@ class UnaccountedReport(BaseModel):
     announce, a slow rank the others wait for ...): shown so that the slowest stretch is never hidden."""
 
     after: Phase = Field(description="the phase that ended")
-    before: Phase = Field(description="the phase that started next")
+    before: Phase | None = Field(
+        description="the phase that started next; null when none had when the run stopped or the log ends"
+        " (work SGLang does not announce, a failure there, or a hang)"
+    )
     start: str = Field(description="when the earlier phase ended")
-    end: str = Field(description="when the later phase started")
+    end: str = Field(description="when the later phase started, or the failure or the last time printed")
     duration_s: float = Field(description="end - start")
     first_line: int | None = Field(description="the line that ends the earlier phase")
-    last_line: int | None = Field(description="the line that starts the later phase")
+    last_line: int | None = Field(description="the line that starts the later phase, or the failure's or last line")
 
 
 class Consequence(BaseModel):

@@ -153,7 +153,8 @@ def draw_chart(tl: Timeline, y: float = 0.0) -> tuple[str, float]:
         gx0, gx1 = X(x0), X(x1)
         ry = tops[0] + (ROW_H - BAR_H) / 2
         lines = f", lines {gap.first_line}-{gap.last_line}" if gap.first_line and gap.last_line else ""
-        title = f"{fmt_duration(gap.duration_s)} between {gap.after.value} and {gap.before.value}, in no phase{lines}"
+        then = f"and {gap.before.value}" if gap.before is not None else "and the end of the run, no phase since"
+        title = f"{fmt_duration(gap.duration_s)} between {gap.after.value} {then}, in no phase{lines}"
         svg.rect(gx0, ry, max(gx1 - gx0, 2.0), BAR_H, fill="url(#lp-gap)", stroke="#9aa0a6", stroke_width="1",
                  stroke_dasharray="3 2", rx="2", class_="lp-gap", title=title)  # fmt: skip
         label = f"? {fmt_duration(gap.duration_s)}"
