@@ -283,15 +283,20 @@ def _unaccounted(
                     last_line=later.first_line,
                 )
             )
-    if phases and phases[-1].end is not None and end_ts is not None:
-        last = phases[-1]
+    last = phases[-1] if phases else None
+    if last is not None and last.end is not None and end_ts is not None:
         gap = seconds_between(last.end, end_ts)
         if gap is not None and gap > UNACCOUNTED_MIN_S:
             until_line = failure.line if failure is not None else (run.last_line or None)
             out.append(
                 UnaccountedReport(
-                    after=last.name, before=None, start=last.end, end=end_ts, duration_s=gap,
-                    first_line=last.last_line, last_line=until_line,
+                    after=last.name,
+                    before=None,
+                    start=last.end,
+                    end=end_ts,
+                    duration_s=gap,
+                    first_line=last.last_line,
+                    last_line=until_line,
                 )
             )
     return out
