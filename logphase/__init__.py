@@ -25,6 +25,8 @@ _LAZY = {
     "Phase": "logphase.pipeline.phases",
     "Cause": "logphase.pipeline.causes",
     "Report": "logphase.pipeline.report",
+    "MergedReport": "logphase.pipeline.merge",
+    "merge": "logphase.pipeline.merge",
     "SCHEMA_VERSION": "logphase.pipeline.report",
     "FollowOptions": "logphase.faces.follow",
     "Follower": "logphase.faces.follow",
@@ -46,6 +48,7 @@ if TYPE_CHECKING:
     from logphase.pipeline.causes import Cause
     from logphase.pipeline.engine import Engine, parse_bytes, parse_file, parse_text
     from logphase.pipeline.events import Event, EventBase
+    from logphase.pipeline.merge import MergedReport, merge
     from logphase.pipeline.phases import Phase
     from logphase.pipeline.report import SCHEMA_VERSION, Report
     from logphase.testing import assert_startup

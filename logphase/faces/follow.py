@@ -104,6 +104,11 @@ class Follower:
         self.report: Report = self.engine.report(options.expect)
 
     @property
+    def last_input(self) -> float:
+        """When input last came (the monotonic clock the follower is fed with)."""
+        return self._last_input
+
+    @property
     def stale(self) -> bool:
         """True while the report is about a stale run (see :meth:`mark_stale`)."""
         return self._quiet_runs is not None and self.report.runs <= self._quiet_runs

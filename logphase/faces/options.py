@@ -55,6 +55,16 @@ def add_jobs(p: argparse.ArgumentParser) -> None:
     )
 
 
+def add_merge(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--merge",
+        action="store_true",
+        help="read the logs as one deployment: the nodes of a multi-node server (--nnodes) become one report "
+        "(ranks of every node, phases across nodes, node clock skew, the lagging rank, the root cause across "
+        "nodes); prefill, decode and router logs are separate servers side by side",
+    )
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)

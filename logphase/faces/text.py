@@ -77,12 +77,15 @@ def render_text(report: Report, color: bool = False) -> str:
     if f is not None:
         out.append("")
         where = f" on {f.rank}" if f.rank else ""
-        out.append(_paint(f"  cause   {f.cause.value}{where}, line {f.line}", "cause", color))
+        of = f" of {_base(f.source)}" if f.source else ""
+        out.append(_paint(f"  cause   {f.cause.value}{where}, line {f.line}{of}", "cause", color))
         out.append(f"  error   {first_line(f.message) if f.message else '-'}")
         out.append(f"  hint    {f.hint}")
         if f.consequences:
             n = len(f.consequences)
-            lines = ", ".join(str(c.line) for c in f.consequences[:5]) + (", ..." if n > 5 else "")
+            # in a merged report the lines are in several logs: name each one's log
+            lines = ", ".join(f"{_base(c.source)}:{c.line}" if c.source else str(c.line) for c in f.consequences[:5])
+            lines += ", ..." if n > 5 else ""
             verb, noun = ("follows", "line") if n == 1 else ("follow", "lines")
             out.append(f"  echoes  {plural(n, 'other line')} {verb} from it ({noun} {lines})")
     if report.warnings:
@@ -97,3 +100,8 @@ def render_text(report: Report, color: bool = False) -> str:
         + (f", {counts.ignored} before --since" if counts.ignored else "")
     )
     return "\n".join(out) + "\n"
+
+
+def _base(path: str) -> str:
+    """A log's file name without its folders: enough to tell the logs of one merge apart."""
+    return path.rsplit("/", 1)[-1]

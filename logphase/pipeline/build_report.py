@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from typing import Any
+from typing import Any, Literal
 
 from logphase.pipeline.causes import ECHO_PREFERENCE
 from logphase.pipeline.diagnosis import Severity, minimum_mem_fraction, named_rank
@@ -163,8 +163,16 @@ def _failure(run: Run) -> tuple[FailureReport | None, Phase | None]:
         message=root.assessment.message[:2000],
         hint=root.assessment.hint or hint(root.assessment.cause, phase, config, facts),
         consequences=consequences[:50],
+        severity=_SEVERITY_WORD.get(root.assessment.severity, "echo"),
     )
     return report, phase
+
+
+_SEVERITY_WORD: dict[Severity, Literal["root", "unstated", "echo"]] = {
+    Severity.ROOT: "root",
+    Severity.UNSTATED: "unstated",
+    Severity.ECHO: "echo",
+}
 
 
 def _named(rank: str | None, run: Run) -> str | None:
@@ -266,6 +274,28 @@ def _unaccounted(
     """Stretches where the server was between phases: after every phase that had ended, before
     the next one began; and, short of ready, after the last phase that ended until the failure or
     the last time printed (kernel autotuning or a hang after a phase's end line is no phase's time)."""
+    out = gaps_between(phases)
+    last = phases[-1] if phases else None
+    if last is not None and last.end is not None and end_ts is not None:
+        gap = seconds_between(last.end, end_ts)
+        if gap is not None and gap > UNACCOUNTED_MIN_S:
+            until_line = failure.line if failure is not None else (run.last_line or None)
+            out.append(
+                UnaccountedReport(
+                    after=last.name,
+                    before=None,
+                    start=last.end,
+                    end=end_ts,
+                    duration_s=gap,
+                    first_line=last.last_line,
+                    last_line=until_line,
+                )
+            )
+    return out
+
+
+def gaps_between(phases: list[PhaseReport]) -> list[UnaccountedReport]:
+    """Stretches after a phase ended and before the next one began."""
     out: list[UnaccountedReport] = []
     for earlier, later in itertools.pairwise(phases):
         if earlier.end is None or later.start is None:
@@ -281,22 +311,6 @@ def _unaccounted(
                     duration_s=gap,
                     first_line=earlier.last_line,
                     last_line=later.first_line,
-                )
-            )
-    last = phases[-1] if phases else None
-    if last is not None and last.end is not None and end_ts is not None:
-        gap = seconds_between(last.end, end_ts)
-        if gap is not None and gap > UNACCOUNTED_MIN_S:
-            until_line = failure.line if failure is not None else (run.last_line or None)
-            out.append(
-                UnaccountedReport(
-                    after=last.name,
-                    before=None,
-                    start=last.end,
-                    end=end_ts,
-                    duration_s=gap,
-                    first_line=last.last_line,
-                    last_line=until_line,
                 )
             )
     return out

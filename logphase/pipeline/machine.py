@@ -140,6 +140,12 @@ class PhaseMachine:
                 run.streams.add(stream)
         if transition is not None:
             self._apply(run, event, transition)
+            if run.ready_line is None and transition.role in (Role.CLOSE, Role.END) and run.follower_node_up():
+                # this node's part of a multi-node server is up: its ready is its last rank's end
+                main = run.tracks.setdefault(None, Track())
+                run.ready_ts, run.ready_line = ts, event.line
+                self._enter(run, main, Phase.READY, Role.BEGIN, ts, event.line)
+                main.close(Phase.READY, ts, event.line)
         if kind == "server_args":
             # the run starts here even when the dump reached the file after the ranks' first lines
             main = run.tracks.setdefault(None, Track())

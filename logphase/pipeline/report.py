@@ -119,6 +119,7 @@ class Consequence(BaseModel):
     message: str = Field(description="what the line says")
     ts: str | None = Field(default=None, description="its time, or the time of the line before it")
     rank: str | None = Field(default=None, description="the rank that printed it; null for the server")
+    source: str | None = Field(default=None, description="the log it is in, in a report on several logs (--merge)")
 
 
 class FailureReport(BaseModel):
@@ -132,6 +133,12 @@ class FailureReport(BaseModel):
     message: str = Field(description="the error as printed (the exception line, the fatal single line)")
     hint: str = Field(description="what to change or check, for this cause in this phase")
     consequences: list[Consequence] = Field(default_factory=list, description="echoes of the root cause, in line order")
+    severity: Literal["root", "unstated", "echo"] = Field(
+        default="root",
+        description="root: the log states the error; unstated: it shows a failure without its error (a cut "
+        "traceback, a crash dump, a vanished process); echo: only consequences of an error it does not hold",
+    )
+    source: str | None = Field(default=None, description="the log the line is in, in a report on several logs (--merge)")
 
 
 class WarningReport(BaseModel):

@@ -142,6 +142,22 @@ class Run:
         phases = [t.phase for t in self.tracks.values() if t.phase is not None]
         return max(phases, key=lambda p: p.order) if phases else None
 
+    def follower_node_up(self) -> bool:
+        """A node with --node-rank >= 1 runs only schedulers and never prints 'fired up': it is up
+        once each of its ranks (tp * pp / nnodes) has finished its last start-up phase."""
+        args = self.server_args or {}
+        nnodes, node_rank = args.get("nnodes"), args.get("node_rank")
+        if not isinstance(nnodes, int) or nnodes < 2 or not isinstance(node_rank, int) or node_rank < 1:
+            return False
+        last = Phase.MEMORY_POOL if args.get("disable_cuda_graph") else Phase.CUDA_GRAPH_CAPTURE
+        tp, pp = args.get("tp_size"), args.get("pp_size")
+        per_node = max(1, (tp if isinstance(tp, int) else 1) * (pp if isinstance(pp, int) else 1) // nnodes)
+        done = 0
+        for rank, track in self.tracks.items():
+            span = track.spans.get(last)
+            done += rank is not None and span is not None and span.end_line is not None
+        return done >= per_node
+
     @property
     def partial(self) -> bool:
         """The log starts after this run's launch: its first phase was already under way."""

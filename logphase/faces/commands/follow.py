@@ -17,11 +17,12 @@ from typing import TYPE_CHECKING
 
 from logphase.faces.exit_codes import EXIT_INTERRUPTED, EXIT_TIMEOUT, OUTCOME_EXIT
 from logphase.faces.inputs import InputError, check_since, parse_expect
-from logphase.faces.options import add_color, add_expect_since
+from logphase.faces.options import add_color, add_expect_since, add_merge
 from logphase.pipeline.phases import Phase
 
 if TYPE_CHECKING:
     from logphase.faces.follow_records import FollowRecord
+    from logphase.pipeline.report import Report
 
 NAME = "follow"
 HELP = "follow a log live; stop when ready, failed or at --until"
@@ -30,15 +31,21 @@ UNTIL_CHOICES = ("outcome", "ready", "failed", "eof", *(p.value for p in Phase i
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", metavar="FILE", nargs="?", default="-", help="log file to follow by name, or - for stdin (default)")
+    p.add_argument(
+        "files",
+        metavar="FILE",
+        nargs="*",
+        help="log file to follow by name, or - for stdin (default); several only with --merge",
+    )
     p.add_argument("--json", action="store_true", help="print JSON Lines records, each with a 'kind' (see `logphase schema`)")
     p.add_argument(
         "--until",
         choices=UNTIL_CHOICES,
-        default="outcome",
+        default=None,
         metavar="POINT",
         help="the verdict point: ready, failed, a phase name, outcome (ready or failed; default) "
-        "or eof (read to the end of the input)",
+        "or eof (read to the end of the input; the default with --metrics-port, so that the metrics outlive the "
+        "start-up)",
     )
     p.add_argument("--timeout", type=float, metavar="SECONDS", help="give up after this long (exit 124)")
     p.add_argument(
@@ -54,6 +61,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "(tee, the server) then gets SIGPIPE, so use it only when nothing else reads from it. A file by name "
         "is always left at the verdict",
     )
+    p.add_argument(
+        "--metrics-port",
+        type=int,
+        metavar="PORT",
+        help="while following, serve Prometheus metrics on this port (0: a free one, said on stderr): phase, outcome, "
+        "phase durations, seconds since the last line, the failure's cause, free GPU memory per rank "
+        "(needs pip install 'logphase[metrics]')",
+    )
+    p.add_argument("--metrics-host", default="", metavar="ADDR", help="the address to serve metrics on (default: all)")
+    add_merge(p)
     add_expect_since(p)
     add_color(p)
 
@@ -71,14 +88,31 @@ def run(args: argparse.Namespace) -> int:
     if args.stall_after is not None and args.stall_after <= 0:
         raise InputError("--stall-after must be a positive number of seconds")
     options = FollowOptions(
-        until=args.until,
+        # a metrics sidecar keeps serving after the verdict (and through later runs)
+        until=args.until or ("eof" if args.metrics_port is not None else "outcome"),
         timeout=args.timeout,
         stall_after=args.stall_after,
         expect=parse_expect(args.expect),
         since=args.since,
         exit_at_verdict=args.exit_at_verdict,
     )
+    if len(args.files) > 1 and not args.merge:
+        raise InputError("follow takes one log (several are the nodes of one deployment: add --merge)")
+    args.file = args.files[0] if args.files else "-"
+    if args.merge:
+        from logphase.faces.follow_merged import follow_merged
+
+        return follow_merged(args, options)
     current: list[Follower] = []
+    if args.metrics_port is not None:
+        from logphase.faces.metrics import serve
+
+        def latest() -> tuple[Report | None, float | None]:
+            return (current[-1].report, current[-1].last_input) if current else (None, None)
+
+        port = serve(args.metrics_port, latest, args.metrics_host)
+        sys.stderr.write(f"logphase: serving metrics on port {port} (/metrics)\n")
+        sys.stderr.flush()
     if args.file != "-":
         import os
 

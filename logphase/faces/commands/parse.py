@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from logphase.faces.exit_codes import OUTCOME_EXIT
 from logphase.faces.inputs import InputError, check_since, feed_all, open_input, parse_expect, read_head
-from logphase.faces.options import add_color, add_expect_since, add_jobs
+from logphase.faces.options import add_color, add_expect_since, add_jobs, add_merge
 
 if TYPE_CHECKING:
     from logphase.pipeline.events import EventBase
@@ -32,6 +32,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--json", action="store_true", help="print the JSON report (see `logphase schema`); several logs: JSON Lines, one each"
     )
     add_jobs(p)
+    add_merge(p)
     add_expect_since(p)
     p.add_argument("--events", action="store_true", help="print the typed events as JSON Lines instead of the report")
     p.add_argument("--unrecognized", action="store_true", help="print the lines no grammar recognised (line number and text)")
@@ -45,6 +46,8 @@ def run(args: argparse.Namespace) -> int:
 
     expect = parse_expect(args.expect)
     check_since(args.since)
+    if args.merge:
+        return _merged(args, expect)
     if len(args.files) > 1:
         return _many(args, expect)
     handle, source = open_input(args.files[0])
@@ -89,6 +92,26 @@ def _print(report: Report, args: argparse.Namespace) -> int:
         out.write(render_text(report, use_color(sys.stdout, args.color)).encode())
     out.flush()
     return OUTCOME_EXIT[report.outcome]
+
+
+def _merged(args: argparse.Namespace, expect: dict[str, str]) -> int:
+    """--merge: one report on the logs of one deployment."""
+    import orjson
+
+    from logphase.faces.batch import default_jobs
+    from logphase.faces.merged import read_merged, render_merged
+    from logphase.faces.text import use_color
+
+    if args.events or args.unrecognized:
+        raise InputError("--events and --unrecognized read one log at a time")
+    merged = read_merged(args.files, args.since, expect, args.jobs or default_jobs())
+    out = sys.stdout.buffer
+    if args.json:
+        out.write(orjson.dumps(merged.model_dump(mode="json"), option=orjson.OPT_INDENT_2) + b"\n")
+    else:
+        out.write(render_merged(merged, use_color(sys.stdout, args.color)).encode(errors="replace"))
+    out.flush()
+    return OUTCOME_EXIT[merged.outcome]
 
 
 def _many(args: argparse.Namespace, expect: dict[str, str]) -> int:

@@ -9,19 +9,25 @@ import sys
 
 from logphase.faces.exit_codes import OUTCOME_EXIT
 from logphase.faces.inputs import InputError, check_since, feed_all, open_input, parse_expect, read_head
-from logphase.faces.options import add_expect_since
+from logphase.faces.options import add_expect_since, add_merge
 
 NAME = "report"
 HELP = "draw the startup timeline as a self-contained HTML page (and SVG)"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", metavar="LOG", help="log file, a saved `parse --json` report, or - for standard input")
+    p.add_argument(
+        "files",
+        nargs="+",
+        metavar="LOG",
+        help="log file, a saved `parse --json` report, or - for standard input; several only with --merge",
+    )
     p.add_argument(
         "-o", "--output", default="startup.html", metavar="HTML", help="the page to write (default startup.html; - for stdout)"
     )
     p.add_argument("--svg", metavar="SVG", help="also write the drawing alone as an SVG file")
     p.add_argument("--run", type=int, metavar="N", help="draw run N of the file (1 is the first; default: the last)")
+    add_merge(p)
     add_expect_since(p)
 
 
@@ -34,7 +40,11 @@ def run(args: argparse.Namespace) -> int:
     check_since(args.since)
     if args.run is not None and args.run < 1:
         raise InputError(f"--run {args.run}: runs are numbered from 1")
-    handle, source = open_input(args.file)
+    if args.merge:
+        return _merged(args, expect)
+    if len(args.files) > 1:
+        raise InputError("report draws one log (several are the nodes of one deployment: add --merge)")
+    handle, source = open_input(args.files[0])
     saved, head = read_head(handle, source)
     if saved is not None:
         if args.run is not None or args.since or expect:
@@ -54,6 +64,39 @@ def run(args: argparse.Namespace) -> int:
     written = " and ".join(x if x != "-" else "stdout" for x in (args.output, args.svg) if x)
     print(f"{source}: {headline(report)}; wrote {written}", file=sys.stderr if "-" in (args.output, args.svg) else sys.stdout)
     return OUTCOME_EXIT[report.outcome]
+
+
+def _merged(args: argparse.Namespace, expect: dict[str, str]) -> int:
+    """One page per server of the deployment: a multi-node server's ranks in a row group per node."""
+    from logphase.faces.batch import default_jobs
+    from logphase.faces.merged import read_merged
+    from logphase.faces.timeline import render_html, render_svg
+    from logphase.faces.wording import headline
+
+    if args.run is not None:
+        raise InputError("--run picks a run of one log; --merge reads the last run of each")
+    merged = read_merged(args.files, args.since, expect, default_jobs())
+    several = len(merged.servers) > 1
+    for server in merged.servers:
+        page, svg = args.output, args.svg
+        if several:
+            # prefill, decode, router: a page each, named after the role
+            page = _suffixed(page, server.role)
+            svg = _suffixed(svg, server.role) if svg else None
+        _write(page, render_html(server.report, server.rank_nodes))
+        if svg:
+            _write(svg, render_svg(server.report, server.rank_nodes))
+        written = " and ".join(x if x != "-" else "stdout" for x in (page, svg) if x)
+        out = sys.stderr if "-" in (page, svg) else sys.stdout
+        print(f"{server.role} ({', '.join(server.nodes)}): {headline(server.report)}; wrote {written}", file=out)
+    return OUTCOME_EXIT[merged.outcome]
+
+
+def _suffixed(path: str, role: str) -> str:
+    if path == "-":
+        return path
+    stem, dot, ext = path.rpartition(".")
+    return f"{stem}-{role}.{ext}" if dot and stem else f"{path}-{role}"
 
 
 def _write(path: str, text: str) -> None:

@@ -125,7 +125,7 @@ def draw_chart(tl: Timeline, y: float = 0.0) -> tuple[str, float]:
         ry = tops[i]
         if i % 2 == 1:
             svg.rect(0, ry, WIDTH, row.height, fill="#f6f7f9")
-        weight = "bold" if row.kind == "server" else None
+        weight = "bold" if row.kind in ("server", "node") else None
         label = row.label if row.kind != "server" else "server (all ranks)"
         svg.add(
             f'<text x="{PLOT_X - 10}" y="{num(middle(i) + 4)}" font-size="11.5" text-anchor="end" fill="#222"'
@@ -147,7 +147,7 @@ def draw_chart(tl: Timeline, y: float = 0.0) -> tuple[str, float]:
     for i, row in enumerate(tl.rows):
         for b in row.bars:
             ry = tops[i] + (ROW_H - BAR_H) / 2 + b.lane * LANE_H
-            _draw_bar(svg, b, ry, X, scale, tl, with_name=row.kind == "server")
+            _draw_bar(svg, b, ry, X, scale, tl, with_name=row.kind in ("server", "node"))
     # time between phases, on the server row
     for x0, x1, gap in tl.gaps:
         gx0, gx1 = X(x0), X(x1)

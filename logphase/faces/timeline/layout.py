@@ -4,7 +4,7 @@ since launch (or in phase order when the log has no timestamps). No drawing here
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -31,7 +31,7 @@ class Bar:
 @dataclass
 class Row:
     label: str
-    kind: str  # server, rank, group, summary
+    kind: str  # server, node (a node's ranks together, --merge), rank, group, summary
     ranks: list[str] = field(default_factory=list)
     bars: list[Bar] = field(default_factory=list)
     title: str = ""
@@ -72,7 +72,9 @@ def seconds_since(t0: datetime | None, ts: str | None) -> float | None:
     return (when - t0).total_seconds()
 
 
-def build_timeline(report: Report) -> Timeline:
+def build_timeline(report: Report, nodes: Mapping[str, str] | None = None) -> Timeline:
+    """``nodes`` (rank -> node, from a merged report) draws a row group per node: the node's row,
+    then its ranks."""
     stamps: list[datetime] = []
     for p in report.phases:
         for ts in (p.start, p.end, *(t for s in p.ranks.values() for t in (s.start, s.end))):
@@ -107,7 +109,15 @@ def build_timeline(report: Report) -> Timeline:
         struck = failure is not None and failure.phase == p.name
         server.bars.append(_bar(report, p, p.start, p.end, p.duration_s, sec, tf, i, struck))
     rank_rows = [_rank_row(report, r, sec, tf) for r in report.ranks]
-    rows = [server, *_collapse(report, rank_rows, notes)]
+    rows = [server]
+    node_names = list(dict.fromkeys(nodes[r] for r in report.ranks if r in nodes)) if nodes else []
+    if len(node_names) > 1 and nodes is not None:
+        for node in node_names:
+            members = [row for row in rank_rows if nodes.get(row.ranks[0]) == node]
+            rows.append(_node_row(node, members))
+            rows.extend(_collapse(report, members, notes))
+    else:
+        rows.extend(_collapse(report, rank_rows, notes))
     if ordinal:
         notes.append("this run has no timestamps: phases are shown in order, not to scale")
     else:
@@ -222,6 +232,24 @@ def _rank_row(report: Report, rank: str, sec: Any, tf: float | None) -> Row:
             continue
         failing = failure is not None and failure.phase == p.name and _same_rank(failure.rank, rank, report.ranks)
         row.bars.append(_bar(report, p, span.start, span.end, span.duration_s, sec, tf, i, failing))
+    return row
+
+
+def _node_row(node: str, members: list[Row]) -> Row:
+    """A node's row: each phase from its first rank's start to its last rank's end."""
+    row = Row(label=node, kind="node", ranks=[m.ranks[0] for m in members], title=f"{node}: each phase across its ranks")
+    by_phase: dict[Phase, list[Bar]] = {}
+    for member in members:
+        for b in member.bars:
+            by_phase.setdefault(b.phase, []).append(b)
+    for phase, bars in by_phase.items():
+        x0s = [b.x0 for b in bars if b.x0 is not None]
+        x1s = [b.x1 for b in bars if b.x1 is not None]
+        x0, x1 = (min(x0s) if x0s else None), (max(x1s) if x1s else None)
+        kinds = [b.kind for b in bars]
+        kind = next((k for k in ("failed", "cut", "open", "unknown") if k in kinds), "closed")
+        duration = x1 - x0 if x0 is not None and x1 is not None else None
+        row.bars.append(Bar(phase, x0, x1, duration, kind, f"{node} {phase.value}: {fmt_duration(duration)}"))
     return row
 
 

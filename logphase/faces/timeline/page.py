@@ -3,6 +3,8 @@ fetched), and the drawing alone as an SVG file."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from logphase.faces.timeline.drawing import Svg, defs, draw_chart
 from logphase.faces.timeline.layout import Timeline, build_timeline, seconds_since
 from logphase.faces.timeline.style import (
@@ -148,9 +150,10 @@ footer {{ color: #888; font-size: 11.5px; margin-top: 12px; }}
 """
 
 
-def render_html(report: Report) -> str:
-    """The whole page: one self-contained HTML document."""
-    tl = build_timeline(report)
+def render_html(report: Report, nodes: Mapping[str, str] | None = None) -> str:
+    """The whole page: one self-contained HTML document. ``nodes`` (rank -> node) groups the
+    ranks of a merged multi-node report by node."""
+    tl = build_timeline(report, nodes)
     chart, height = draw_chart(tl, 0)
     out: list[str] = [
         "<!DOCTYPE html>",
@@ -288,9 +291,9 @@ def _wrap(text: str, width: int) -> list[str]:
     return lines or [""]
 
 
-def render_svg(report: Report) -> str:
+def render_svg(report: Report, nodes: Mapping[str, str] | None = None) -> str:
     """The picture alone, as one standalone SVG document: headline, failure, chart, legend, warnings."""
-    tl = build_timeline(report)
+    tl = build_timeline(report, nodes)
     svg = Svg()
     y = 24.0
     svg.text(12, y, "Startup timeline", 17, font_weight="bold", fill="#1d1d1f")

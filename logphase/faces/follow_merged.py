@@ -1,0 +1,165 @@
+"""follow --merge: follow the logs of one deployment at once (the nodes of a multi-node server;
+prefill, decode and router) and stop at the deployment's verdict.
+
+Each log is followed as ``follow FILE`` follows one (a thread each: files appear, grow, rotate on
+their own); its records are printed as they come, tagged with their log. After each record the
+logs' latest reports are merged: the verdict is the merged one (the root cause across nodes, ready
+when every server is), so a node's echo never ends the follow as if it were the cause.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import queue
+import sys
+import threading
+import time
+
+from logphase.faces.exit_codes import EXIT_INTERRUPTED, EXIT_TIMEOUT, OUTCOME_EXIT
+from logphase.faces.follow import Follower, FollowOptions, follow_file
+from logphase.faces.follow_records import FollowRecord, OutcomeRecord, SummaryRecord, TimeoutRecord
+from logphase.faces.inputs import InputError
+from logphase.faces.merged import render_merged, router_text
+from logphase.pipeline.merge import MergedReport, merge, router_report
+from logphase.pipeline.report import Report
+
+_DONE = object()
+# after a first failure, how long the other logs are read before the verdict
+SETTLE_S = 2.0
+
+
+def follow_merged(args: argparse.Namespace, options: FollowOptions) -> int:
+    from logphase.faces.text import use_color
+
+    names: list[str] = list(args.files)
+    if len(names) < 2 or "-" in names:
+        raise InputError("--merge follows two log files or more, by name (not standard input)")
+    for name in names:
+        if os.path.isdir(name):
+            raise InputError(f"{name}: is a directory, give a log file")
+    followers: list[Follower | None] = [None] * len(names)
+    inbox: queue.Queue[tuple[int, object]] = queue.Queue()
+
+    def watch(i: int) -> None:
+        def keep(follower: Follower) -> None:
+            followers[i] = follower
+
+        try:
+            for record in follow_file(names[i], options, on_follower=keep):
+                inbox.put((i, record))
+        finally:
+            inbox.put((i, _DONE))
+
+    for i in range(len(names)):
+        threading.Thread(target=watch, args=(i,), daemon=True, name=f"follow {names[i]}").start()
+    if args.metrics_port is not None:
+        from logphase.faces.metrics import serve
+
+        def latest() -> tuple[Report | None, float | None]:
+            merged = _merged(names, followers)
+            server = merged.servers[0].report if merged is not None and len(merged.servers) == 1 else None
+            last = max((f.last_input for f in followers if f is not None), default=None)
+            return server, last
+
+        port = serve(args.metrics_port, latest, args.metrics_host)
+        sys.stderr.write(f"logphase: serving metrics on port {port} (/metrics)\n")
+    out = sys.stdout.buffer
+    color = use_color(sys.stdout, args.color)
+    deadline = time.monotonic() + options.timeout if options.timeout is not None else None
+    running = len(names)
+    settle_until: float | None = None
+    try:
+        while running:
+            ends = [t for t in (deadline, settle_until) if t is not None]
+            wait = max(0.0, min(ends) - time.monotonic()) if ends else None
+            try:
+                i, item = inbox.get(timeout=wait)
+            except queue.Empty:
+                if settle_until is not None and time.monotonic() >= settle_until:
+                    merged = _merged(names, followers)
+                    if merged is not None:
+                        return _finish(out, merged, args.json, color)
+                break
+            if item is _DONE:
+                running -= 1
+                continue
+            record: FollowRecord = item  # type: ignore[assignment]
+            if isinstance(record, SummaryRecord | TimeoutRecord | OutcomeRecord):
+                continue  # a single log's verdict is not the deployment's: the merged one follows
+            _write(out, names[i], record, args.json)
+            merged = _merged(names, followers)
+            if merged is None or merged.outcome == "starting" or not _verdict_reached(merged, options.until):
+                continue
+            if merged.outcome == "failed" and running > 1 and settle_until is None:
+                # the other nodes' logs may still hold the root (their lines reach us later than
+                # its echoes here): give them a moment before the verdict
+                settle_until = time.monotonic() + SETTLE_S
+                continue
+            if settle_until is None:
+                return _finish(out, merged, args.json, color)
+    except KeyboardInterrupt:
+        merged = _merged(names, followers)
+        if merged is not None:
+            _finish(out, merged, args.json, color)
+        sys.stderr.write("logphase: interrupted\n")
+        return EXIT_INTERRUPTED
+    merged = _merged(names, followers)
+    if merged is not None:
+        _finish(out, merged, args.json, color)
+    if deadline is not None and time.monotonic() >= deadline:
+        sys.stderr.write(f"logphase: gave up after {options.timeout:g} s\n")
+        return EXIT_TIMEOUT
+    return OUTCOME_EXIT[merged.outcome] if merged is not None else OUTCOME_EXIT["starting"]
+
+
+def _verdict_reached(merged: MergedReport, until: str) -> bool:
+    if until in ("outcome", "eof"):
+        return until == "outcome"
+    return until == merged.outcome or (until not in ("ready", "failed") and merged.outcome == "failed")
+
+
+def _merged(names: list[str], followers: list[Follower | None]) -> MergedReport | None:
+    if any(f is None or f.stale for f in followers):
+        return None  # a log not read yet, or one holding an earlier run: no verdict on this one
+    reports: list[Report] = []
+    routers: list[int] = []
+    for i, follower in enumerate(followers):
+        assert follower is not None
+        report = follower.report
+        if not report.config and not report.ranks:
+            text = router_text(names[i])
+            if text is not None:
+                report = router_report(report, text)
+                routers.append(i)
+        reports.append(report)
+    return merge(reports, routers)
+
+
+def _write(out: object, source: str, record: FollowRecord, as_json: bool) -> None:
+    import orjson
+
+    from logphase.faces.commands.follow import _human
+
+    assert hasattr(out, "write")
+    if as_json:
+        data = {"source": source, **record.model_dump(mode="json")}
+        out.write(orjson.dumps(data) + b"\n")
+    else:
+        out.write(f"{os.path.basename(source)}: {_human(record)}".encode(errors="replace"))
+    out.flush()  # type: ignore[attr-defined]
+
+
+def _finish(out: object, merged: MergedReport, as_json: bool, color: bool) -> int:
+    import orjson
+
+    assert hasattr(out, "write")
+    if as_json:
+        out.write(
+            orjson.dumps({"kind": "merged", "message": f"deployment {merged.outcome}", "report": merged.model_dump(mode="json")})
+            + b"\n"
+        )
+    else:
+        out.write(b"\n" + render_merged(merged, color).encode(errors="replace"))
+    out.flush()  # type: ignore[attr-defined]
+    return OUTCOME_EXIT[merged.outcome]

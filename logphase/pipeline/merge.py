@@ -1,0 +1,426 @@
+"""Stage 5 (several logs): the logs of one deployment read together.
+
+    one Report per log -> servers (the nodes of a multi-node server; prefill, decode and router
+    apart) -> per server: each node's clock skew, phases across nodes, the lagging rank, the root
+    cause across nodes -> MergedReport
+
+Works on reports alone (a log read now or a saved ``--json`` report), so every face can merge.
+Node clocks differ: each node's times are moved onto the first node's clock by the skew measured
+on an event all nodes pass together (distributed init completes when the last node joins). The
+root across nodes is chosen by what the lines say first (an error stated beats a failure without
+its error beats an echo) and by time only among equals, so no skew turns an echo into the root.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timedelta
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from logphase.pipeline.build_report import gaps_between
+from logphase.pipeline.causes import Cause
+from logphase.pipeline.phases import PHASE_ORDER, Phase
+from logphase.pipeline.report import (
+    SCHEMA_VERSION,
+    Consequence,
+    FailureReport,
+    LinesReport,
+    MemoryReport,
+    Outcome,
+    PhaseReport,
+    RankSpan,
+    Report,
+    rank_sort_key,
+)
+from logphase.pipeline.runs import seconds_between
+
+Role = Literal["server", "prefill", "decode", "router"]
+
+# the events every node of a server passes together, best first: (phase, edge)
+_COMMON_EVENTS: tuple[tuple[Phase, Literal["start", "end"]], ...] = (
+    (Phase.DISTRIBUTED_INIT, "end"),  # the rendezvous completes when the last node has joined
+    (Phase.WEIGHT_LOADING, "start"),  # what every rank does right after it
+)
+_SEVERITY_ORDER = {"root": 0, "unstated": 1, "echo": 2}
+# the SGLang router (Rust; the model gateway's 'smg' in later versions) and its Python launcher
+_ROUTER_LINE = re.compile(rb"(?:sglang_router\w*|smg)::\S+|SGLang Router starting|Starting router on")
+_ROUTER_READY = re.compile(rb"Router ready|All \d+ workers are healthy|workers? (?:are|is) healthy")
+_ROUTER_ERROR = re.compile(rb"^(?:\S+ \S+\s+ERROR |Error: ).*$", re.MULTILINE)
+
+
+class NodeClock(BaseModel):
+    """How one node's clock relates to the first node's."""
+
+    node: str = Field(description="node name: node<node_rank> from server_args, else the file's name")
+    source: str = Field(description="the log of that node")
+    skew_s: float | None = Field(
+        description="how far this node's clock is ahead of the first node's (negative: behind); its times are "
+        "moved back by it. null when no event common to both nodes shows it (times are then taken as printed)"
+    )
+    basis: str | None = Field(default=None, description="the common event the skew was measured on")
+
+
+class Lagging(BaseModel):
+    """The rank that held the others up most: in the phase where the ranks left furthest apart, or
+    the node still in an earlier phase than the others."""
+
+    phase: Phase = Field(description="the phase it lagged in")
+    node: str = Field(description="its node")
+    rank: str | None = Field(description="the rank, as the combined report names it; null for a whole node")
+    behind_s: float | None = Field(description="how long after the first rank it left the phase (or has been in it)")
+
+
+class ServerView(BaseModel):
+    """One server of the deployment: a single log, or the logs of its nodes combined."""
+
+    role: Role = Field(description="server (plain), prefill or decode (disaggregation), router")
+    nodes: list[str] = Field(description="its nodes, node 0 first")
+    sources: list[str] = Field(description="their logs, in the same order")
+    clocks: list[NodeClock] = Field(description="each node's clock skew against the first node")
+    rank_nodes: dict[str, str] = Field(description="each rank of the combined report -> its node")
+    lagging: Lagging | None = Field(default=None, description="the rank or node that held the others up")
+    report: Report = Field(description="the combined report; times on the first node's clock")
+
+
+class MergedReport(BaseModel):
+    """Several logs of one deployment (``--merge``)."""
+
+    schema_version: int = Field(default=SCHEMA_VERSION, description="version of this JSON contract")
+    outcome: Outcome = Field(description="failed if any server failed, ready if every server is, else starting")
+    servers: list[ServerView] = Field(description="the servers, in the order of their first log")
+    nodes: list[Report] = Field(description="each log's own report, in the order given")
+
+
+# -- grouping ---------------------------------------------------------------------------------------
+
+
+def _role(report: Report, router: bool) -> Role:
+    if router:
+        return "router"
+    mode = str(report.config.get("disaggregation_mode") or "null")
+    return "prefill" if mode == "prefill" else "decode" if mode == "decode" else "server"
+
+
+def _server_key(report: Report, role: Role, index: int) -> tuple[object, ...]:
+    """Logs with the same key are nodes of one server: one multi-node launch (same model, same
+    rendezvous address, same node count), each with its own --node-rank."""
+    config = report.config
+    nnodes = config.get("nnodes")
+    if role == "router" or not isinstance(nnodes, int) or nnodes < 2:
+        return ("alone", index)
+    return (role, config.get("model_path"), config.get("dist_init_addr"), nnodes, config.get("tp_size"))
+
+
+def is_router_log(head: bytes) -> bool:
+    """Whether a log's first bytes are the SGLang router's (it prints no server_args)."""
+    return _ROUTER_LINE.search(head) is not None
+
+
+def router_report(report: Report, text: bytes) -> Report:
+    """The router's outcome from its own lines: ready once it says its workers are healthy (or it
+    is ready), failed at an ERROR line or 'Error: ...' exit, else starting."""
+    # a router's lines are not SGLang server lines: that is what it is, not a warning
+    report = report.model_copy(update={"warnings": [w for w in report.warnings if w.kind != "no_sglang_output"]})
+    error = _ROUTER_ERROR.search(text)
+    if error is not None:
+        line = text.count(b"\n", 0, error.start()) + 1
+        message = error.group(0).decode("utf-8", "replace").strip()
+        failure = FailureReport(
+            cause=Cause.UNKNOWN,
+            phase=Phase.LAUNCH,
+            rank=None,
+            line=line,
+            message=message[:2000],
+            hint="The router stopped: read its error line; a router waits for its prefill and decode workers "
+            "(their URLs and bootstrap ports), so check that each worker is up and reachable from the router.",
+        )
+        return report.model_copy(update={"outcome": "failed", "phase": Phase.LAUNCH, "failure": failure})
+    if _ROUTER_READY.search(text):
+        return report.model_copy(update={"outcome": "ready", "phase": Phase.READY})
+    return report.model_copy(update={"outcome": "starting", "phase": Phase.LAUNCH})
+
+
+def merge(reports: Sequence[Report], routers: Iterable[int] = ()) -> MergedReport:
+    """``reports`` in the order given; ``routers`` the indexes of the ones that are router logs."""
+    router_set = set(routers)
+    groups: dict[tuple[object, ...], list[int]] = {}
+    roles: dict[tuple[object, ...], Role] = {}
+    for i, report in enumerate(reports):
+        role = _role(report, i in router_set)
+        key = _server_key(report, role, i)
+        groups.setdefault(key, []).append(i)
+        roles[key] = role
+    servers = [_server(roles[key], [reports[i] for i in members]) for key, members in groups.items()]
+    outcomes = {s.report.outcome for s in servers}
+    outcome: Outcome = "failed" if "failed" in outcomes else "ready" if outcomes == {"ready"} else "starting"
+    return MergedReport(outcome=outcome, servers=servers, nodes=list(reports))
+
+
+# -- one server across nodes ------------------------------------------------------------------------
+
+
+def _node_name(report: Report, taken: set[str]) -> str:
+    rank = report.config.get("node_rank")
+    name = f"node{rank}" if isinstance(rank, int) else report.source.rsplit("/", 1)[-1].removesuffix(".log")
+    while name in taken:
+        name += "'"
+    taken.add(name)
+    return name
+
+
+def _node_rank(report: Report) -> int:
+    rank = report.config.get("node_rank")
+    return rank if isinstance(rank, int) else 0
+
+
+def _server(role: Role, members: list[Report]) -> ServerView:
+    members = sorted(members, key=_node_rank)
+    taken: set[str] = set()
+    names = [_node_name(r, taken) for r in members]
+    if len(members) == 1:
+        report = members[0]
+        return ServerView(
+            role=role,
+            nodes=names,
+            sources=[report.source],
+            clocks=[NodeClock(node=names[0], source=report.source, skew_s=0.0)],
+            rank_nodes=dict.fromkeys(report.ranks, names[0]),
+            report=report,
+        )
+    clocks = [_clock(members[0], r, n) for r, n in zip(members, names, strict=True)]
+    shifts = [c.skew_s or 0.0 for c in clocks]
+    collide = len({rank for r in members for rank in r.ranks}) < sum(len(r.ranks) for r in members)
+    qualified = [{rank: f"{n} {rank}" if collide else rank for rank in r.ranks} for r, n in zip(members, names, strict=True)]
+    rank_nodes = {q: n for names_of, n in zip(qualified, names, strict=True) for q in names_of.values()}
+    phases = _phases(members, shifts, qualified)
+    failure = _failure(members, shifts, qualified)
+    leader = members[0]
+    if failure is not None:
+        outcome: Outcome = "failed"
+    elif leader.outcome == "ready":
+        outcome = "ready"
+    else:
+        outcome = "starting"
+    phase = failure.phase if failure is not None else max((p.name for p in phases), key=lambda p: p.order, default=None)
+    end = _end_time(members, shifts, outcome, failure)
+    starts = [p.start for p in phases if p.start is not None]
+    partial = any(r.total_startup_s is None and r.outcome != "starting" for r in members)
+    combined = Report(
+        source=" + ".join(r.source for r in members),
+        outcome=outcome,
+        phase=phase,
+        phases=phases,
+        unaccounted=gaps_between(phases),
+        total_startup_s=None if partial or not starts else seconds_between(min(starts), end),
+        ranks=sorted(rank_nodes, key=rank_sort_key),
+        runs=max(r.runs for r in members),
+        run=leader.run,
+        run_start_line=leader.run_start_line,
+        run_last_line=leader.run_last_line,
+        failure=failure,
+        warnings=[
+            w.model_copy(update={"message": f"{n}: {w.message}"}) for r, n in zip(members, names, strict=True) for w in r.warnings
+        ],
+        config=leader.config,
+        config_line=leader.config_line,
+        memory=_memory(members, qualified),
+        lines=_lines(members),
+    )
+    return ServerView(
+        role=role,
+        nodes=names,
+        sources=[r.source for r in members],
+        clocks=clocks,
+        rank_nodes=rank_nodes,
+        lagging=_lagging(combined, rank_nodes, members, names, shifts),
+        report=combined,
+    )
+
+
+def _edge(report: Report, phase: Phase, edge: Literal["start", "end"]) -> str | None:
+    for p in report.phases:
+        if p.name is phase:
+            return p.start if edge == "start" else p.end
+    return None
+
+
+def _clock(first: Report, node: Report, name: str) -> NodeClock:
+    if node is first:
+        return NodeClock(node=name, source=node.source, skew_s=0.0)
+    for phase, edge in _COMMON_EVENTS:
+        skew = seconds_between(_edge(first, phase, edge), _edge(node, phase, edge))
+        if skew is not None:
+            return NodeClock(node=name, source=node.source, skew_s=skew, basis=f"{phase.value} {edge}")
+    return NodeClock(node=name, source=node.source, skew_s=None)
+
+
+def shift(ts: str | None, seconds: float) -> str | None:
+    """``ts`` moved back by ``seconds`` (onto the first node's clock), in the same ISO form."""
+    if ts is None or not seconds:
+        return ts
+    moved = datetime.fromisoformat(ts) - timedelta(seconds=seconds)
+    return moved.isoformat(timespec="microseconds" if moved.microsecond else "seconds")
+
+
+def _phases(members: list[Report], shifts: list[float], qualified: list[dict[str, str]]) -> list[PhaseReport]:
+    out: list[PhaseReport] = []
+    for phase in PHASE_ORDER:
+        # ready is the server's moment: the first node's (the others only finish their schedulers)
+        nodes = list(zip(members, shifts, qualified, strict=True))[: 1 if phase is Phase.READY else None]
+        seen = [(r, s, q, p) for r, s, q in nodes for p in r.phases if p.name is phase]
+        if not seen:
+            continue
+        starts = [t for _, s, _, p in seen if (t := shift(p.start, s)) is not None]
+        ends = [shift(p.end, s) for _, s, _, p in seen]
+        closed = all(e is not None for e in ends)
+        start = min(starts) if starts else None
+        end = max(e for e in ends if e is not None) if closed and ends else None
+        # an open phase lasts until the latest time any node has printed in it
+        open_until = max((t for _, s, _, p in seen if (t := _open_end(p, s)) is not None), default=None)
+        ranks = {
+            q[rank]: RankSpan(
+                start=shift(span.start, s),
+                end=shift(span.end, s),
+                duration_s=span.duration_s,
+                first_line=span.first_line,
+                last_line=span.last_line,
+            )
+            for _, s, q, p in seen
+            for rank, span in p.ranks.items()
+            if rank in q
+        }
+        first_node = min(seen, key=lambda item: shift(item[3].start, item[1]) or "~")
+        last_node = max(seen, key=lambda item: shift(item[3].end, item[1]) or "")
+        out.append(
+            PhaseReport(
+                name=phase,
+                start=start,
+                end=end,
+                duration_s=seconds_between(start, end if end is not None else open_until),
+                first_line=first_node[3].first_line,
+                last_line=last_node[3].last_line if end is not None else None,
+                lower_bound=any(p.lower_bound for *_, p in seen),
+                progress=next((p.progress for *_, p in reversed(seen) if p.progress is not None), None),
+                ranks=dict(sorted(ranks.items(), key=lambda kv: rank_sort_key(kv[0]))),
+            )
+        )
+    return out
+
+
+def _open_end(p: PhaseReport, skew: float) -> str | None:
+    if p.end is not None:
+        return shift(p.end, skew)
+    if p.start is None or p.duration_s is None:
+        return None
+    return shift((datetime.fromisoformat(p.start) + timedelta(seconds=p.duration_s)).isoformat(), skew)
+
+
+def _failure(members: list[Report], shifts: list[float], qualified: list[dict[str, str]]) -> FailureReport | None:
+    """The root across nodes: the most specific failure (stated > unstated > echo), the earliest
+    on the common clock among equals; every other node's failure and echoes are its consequences."""
+    failed = [(r, s, q) for r, s, q in zip(members, shifts, qualified, strict=True) if r.failure is not None]
+    if not failed:
+        return None
+
+    def key(item: tuple[Report, float, dict[str, str]]) -> tuple[int, str]:
+        f = item[0].failure
+        assert f is not None
+        return (_SEVERITY_ORDER[f.severity], shift(f.ts, item[1]) or "~")
+
+    root_report, root_shift, root_names = min(failed, key=key)
+    root = root_report.failure
+    assert root is not None
+    consequences: list[Consequence] = [
+        c.model_copy(
+            update={"ts": shift(c.ts, root_shift), "rank": root_names.get(c.rank or "", c.rank), "source": root_report.source}
+        )
+        for c in root.consequences
+    ]
+    for r, s, q in failed:
+        if r is root_report:
+            continue
+        f = r.failure
+        assert f is not None
+        consequences.append(
+            Consequence(
+                line=f.line, message=f.message[:300], ts=shift(f.ts, s), rank=q.get(f.rank or "", f.rank), source=r.source
+            )
+        )
+        consequences.extend(
+            c.model_copy(update={"ts": shift(c.ts, s), "rank": q.get(c.rank or "", c.rank), "source": r.source})
+            for c in f.consequences
+        )
+    consequences.sort(key=lambda c: c.ts or "~")
+    return root.model_copy(
+        update={
+            "ts": shift(root.ts, root_shift),
+            "rank": root_names.get(root.rank or "", root.rank),
+            "source": root_report.source,
+            "consequences": consequences[:50],
+        }
+    )
+
+
+def _end_time(members: list[Report], shifts: list[float], outcome: Outcome, failure: FailureReport | None) -> str | None:
+    if outcome == "failed" and failure is not None:
+        return failure.ts
+    if outcome == "ready":
+        return shift(_edge(members[0], Phase.READY, "start"), shifts[0])
+    ends = [shift(p.end or p.start, s) for r, s in zip(members, shifts, strict=True) for p in r.phases]
+    return max((e for e in ends if e is not None), default=None)
+
+
+def _lagging(
+    combined: Report, rank_nodes: dict[str, str], members: list[Report], names: list[str], shifts: list[float]
+) -> Lagging | None:
+    # a node still in an earlier phase than the others (starting): it holds the server up
+    current = [
+        (max((p.name for p in r.phases), key=lambda p: p.order, default=None), n) for r, n in zip(members, names, strict=True)
+    ]
+    known = [(p, n) for p, n in current if p is not None]
+    if combined.outcome == "starting" and known and len({p for p, _ in known}) > 1:
+        phase, node = min(known, key=lambda item: item[0].order)
+        return Lagging(phase=phase, node=node, rank=None, behind_s=None)
+    best: Lagging | None = None
+    for p in combined.phases:
+        ends = [(span.end, rank) for rank, span in p.ranks.items() if span.end is not None]
+        if len(ends) < 2:
+            continue
+        (first, _), (last, rank) = min(ends), max(ends)
+        behind = seconds_between(first, last)
+        if behind is not None and behind >= 1.0 and (best is None or behind > (best.behind_s or 0.0)):
+            best = Lagging(phase=p.name, node=rank_nodes.get(rank, "?"), rank=rank, behind_s=behind)
+    return best
+
+
+def _memory(members: list[Report], qualified: list[dict[str, str]]) -> MemoryReport:
+    first = members[0].memory
+    capture = [
+        (r.memory.min_avail_during_capture_gb, r.memory.min_avail_line)
+        for r in members
+        if r.memory.min_avail_during_capture_gb is not None
+    ]
+    low = min(capture, key=lambda c: c[0] or 0.0) if capture else (None, None)
+    return first.model_copy(
+        update={
+            "min_avail_during_capture_gb": low[0],
+            "min_avail_line": low[1],
+            "avail_gb": {
+                q.get(rank, rank): v for r, q in zip(members, qualified, strict=True) for rank, v in r.memory.avail_gb.items()
+            },
+            "avail_lines": {
+                q.get(rank, rank): v for r, q in zip(members, qualified, strict=True) for rank, v in r.memory.avail_lines.items()
+            },
+        }
+    )
+
+
+def _lines(members: list[Report]) -> LinesReport:
+    fields = LinesReport.model_fields
+    return LinesReport(**{name: sum(getattr(r.lines, name) for r in members) for name in fields})
+
+
+__all__ = ["Lagging", "MergedReport", "NodeClock", "ServerView", "is_router_log", "merge", "router_report", "shift"]

@@ -1,0 +1,200 @@
+"""--merge: the logs of one deployment as one (fixtures/logs/merge/<case>/: 2 and 4 nodes, a failure
+on node 1 that node 0 echoes, node clocks apart, prefill + decode + router)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import threading
+import time
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import orjson
+import pytest
+
+from logphase.faces.timeline import render_html
+from logphase.pipeline.engine import parse_bytes
+from logphase.pipeline.merge import MergedReport, is_router_log, merge, router_report
+from tests.conftest import FIXTURES
+
+MERGE = FIXTURES / "merge"
+CASES = sorted(p.name for p in MERGE.iterdir() if p.is_dir())
+_STAMP = re.compile(rb"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)", re.MULTILINE)
+
+
+def run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([sys.executable, "-m", "logphase", *args], capture_output=True, timeout=timeout)
+
+
+def logs(case: str) -> list[Path]:
+    return sorted((MERGE / case).glob("*.log"))
+
+
+def merged_of(texts: dict[str, bytes]) -> MergedReport:
+    """What --merge says about these logs (name -> bytes), read in the library."""
+    reports, routers = [], []
+    for i, (name, data) in enumerate(texts.items()):
+        report = parse_bytes(data, source=name)
+        if not report.config and is_router_log(data):
+            report = router_report(report, data)
+            routers.append(i)
+        reports.append(report)
+    return merge(reports, routers)
+
+
+def case_report(case: str) -> MergedReport:
+    return merged_of({p.name: p.read_bytes() for p in logs(case)})
+
+
+def shifted(data: bytes, seconds: int) -> bytes:
+    """The log as a node whose clock is ``seconds`` ahead prints it."""
+
+    def move(m: re.Match[bytes]) -> bytes:
+        t = datetime.fromisoformat(m.group(1).decode()) + timedelta(seconds=seconds)
+        return b"[" + t.strftime("%Y-%m-%d %H:%M:%S").encode()
+
+    return _STAMP.sub(move, data)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_merged_report_matches_expectation(case: str, update_goldens: bool) -> None:
+    expected_path = MERGE / case / "expected.json"
+    actual = case_report(case).model_dump(mode="json")
+    if update_goldens:
+        expected_path.write_bytes(orjson.dumps(actual, option=orjson.OPT_INDENT_2) + b"\n")
+    assert expected_path.exists(), f"{case}/expected.json missing: run pytest --update-goldens and review it"
+    assert actual == orjson.loads(expected_path.read_bytes())
+
+
+def test_two_nodes_are_one_server_with_the_skew_and_the_lagging_rank() -> None:
+    merged = case_report("two_nodes_ready")
+    assert merged.outcome == "ready" and len(merged.servers) == 1
+    server = merged.servers[0]
+    assert server.nodes == ["node0", "node1"]
+    assert server.report.ranks == ["TP0", "TP1", "TP2", "TP3"]
+    assert server.rank_nodes == {"TP0": "node0", "TP1": "node0", "TP2": "node1", "TP3": "node1"}
+    # node1's clock runs 3 s ahead: measured on distributed init, which all nodes end together
+    assert [(c.node, c.skew_s, c.basis) for c in server.clocks] == [
+        ("node0", 0.0, None),
+        ("node1", 3.0, "distributed_init end"),
+    ]
+    assert server.lagging is not None and (server.lagging.node, server.lagging.rank) == ("node1", "TP3")
+    assert server.lagging.phase.value == "weight_loading" and server.lagging.behind_s == 9.0
+    # the phase runs from the first rank in to the last out, on node0's clock
+    loading = next(p for p in server.report.phases if p.name.value == "weight_loading")
+    assert (loading.start, loading.end) == ("2026-08-14T09:00:12", "2026-08-14T09:00:51")
+    # ready is node0's (the other nodes run only schedulers)
+    assert server.report.total_startup_s == 75.0
+
+
+def test_four_nodes_and_their_clocks() -> None:
+    server = case_report("four_nodes_ready").servers[0]
+    assert server.nodes == ["node0", "node1", "node2", "node3"]
+    assert len(server.report.ranks) == 8
+    assert [c.skew_s for c in server.clocks] == [0.0, -1.0, 2.0, 1.0]
+    assert server.lagging is not None and (server.lagging.node, server.lagging.rank) == ("node3", "TP7")
+
+
+def test_a_failure_on_node1_is_the_root_though_node0_echoes_it_earlier_in_print() -> None:
+    server = case_report("node1_fails").servers[0]
+    failure = server.report.failure
+    assert failure is not None and failure.cause.value == "kv_cache_insufficient_memory"
+    assert (failure.source, failure.rank, failure.severity) == ("node1.log", "TP3", "root")
+    # node0's NCCL error and sigquits are consequences, each with its own log
+    assert {c.source for c in failure.consequences} == {"node0.log", "node1.log"}
+    assert any("NCCL" in c.message and c.source == "node0.log" for c in failure.consequences)
+
+
+@pytest.mark.parametrize("skew", [-30, -10, -3, 0, 3, 10, 30])
+def test_no_clock_skew_turns_an_echo_into_the_root(skew: int) -> None:
+    node0, node1 = logs("node1_fails")
+    merged = merged_of({"node0.log": node0.read_bytes(), "node1.log": shifted(node1.read_bytes(), skew)})
+    failure = merged.servers[0].report.failure
+    assert failure is not None and failure.source == "node1.log"
+    assert failure.cause.value == "kv_cache_insufficient_memory"
+    assert merged.servers[0].clocks[1].skew_s == 3.0 + skew
+
+
+def test_colliding_rank_tags_are_qualified_by_node() -> None:
+    node0, node1 = logs("two_nodes_ready")
+    # a node whose ranks print TP0 and TP1 too (each node numbering its own)
+    retagged = node1.read_bytes().replace(b" TP2]", b" TP0]").replace(b" TP3]", b" TP1]")
+    server = merged_of({"node0.log": node0.read_bytes(), "node1.log": retagged}).servers[0]
+    assert server.report.ranks == ["node0 TP0", "node0 TP1", "node1 TP0", "node1 TP1"]
+    assert server.rank_nodes["node1 TP1"] == "node1"
+
+
+def test_prefill_decode_and_router_are_servers_side_by_side() -> None:
+    merged = case_report("pd_disaggregation")
+    assert sorted(s.role for s in merged.servers) == ["decode", "prefill", "router"]
+    for server in merged.servers:
+        assert len(server.nodes) == 1  # never one rank list across servers
+        if server.role != "router":
+            assert server.report.ranks == ["TP0", "TP1"]
+        assert server.report.outcome == "ready"
+    assert merged.outcome == "ready"
+
+
+def test_parse_merge_text_json_and_exit_code() -> None:
+    names = [str(p) for p in logs("node1_fails")]
+    text = run("parse", "--merge", *names)
+    assert text.returncode == 1, text.stderr
+    out = text.stdout.decode()
+    assert "server on 2 nodes" in out and "node1 +3 s (from distributed_init end)" in out
+    assert "line 12 of node1.log" in out
+    data = orjson.loads(run("parse", "--merge", "--json", *names).stdout)
+    assert data["outcome"] == "failed" and len(data["nodes"]) == 2
+
+
+def test_merge_needs_two_readable_logs(tmp_path: Path) -> None:
+    one = run("parse", "--merge", str(logs("two_nodes_ready")[0]))
+    assert one.returncode == 2 and one.stderr.decode().count("\n") == 1 and b"two logs or more" in one.stderr
+    missing = run("parse", "--merge", str(logs("two_nodes_ready")[0]), str(tmp_path / "gone.log"))
+    assert missing.returncode == 2 and b"Traceback" not in missing.stderr
+
+
+def test_report_merge_draws_a_row_group_per_node(tmp_path: Path) -> None:
+    server = case_report("four_nodes_ready").servers[0]
+    page = render_html(server.report, server.rank_nodes)
+    for node in server.nodes:
+        assert f">{node}</text>" in page
+    plain = render_html(server.report)
+    assert ">node3</text>" not in plain
+    done = run("report", "--merge", *map(str, logs("pd_disaggregation")), "-o", str(tmp_path / "pd.html"))
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pd-decode.html", "pd-prefill.html", "pd-router.html"]
+
+
+def test_follow_merge_waits_for_the_root_written_after_its_echo(tmp_path: Path) -> None:
+    """node0's echo reaches its file first; node1's root half a second later: the verdict is node1's."""
+    node0, node1 = (p.read_bytes().splitlines(keepends=True) for p in logs("node1_fails"))
+    out0, out1 = tmp_path / "node0.log", tmp_path / "node1.log"
+    out0.write_bytes(b"".join(node0[:10]))
+    out1.write_bytes(b"".join(node1[:10]))
+
+    def write_rest() -> None:
+        time.sleep(0.5)
+        with out0.open("ab") as f:
+            f.write(b"".join(node0[10:]))
+        time.sleep(0.5)
+        with out1.open("ab") as f:
+            f.write(b"".join(node1[10:]))
+
+    writer = threading.Thread(target=write_rest)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "logphase", "follow", "--merge", "--json", "--timeout", "30", str(out0), str(out1)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    writer.start()
+    stdout, stderr = proc.communicate(timeout=60)
+    writer.join()
+    assert proc.returncode == 1, stderr
+    records = [orjson.loads(line) for line in stdout.splitlines()]
+    assert {r["source"] for r in records if "source" in r} == {str(out0), str(out1)}
+    final = records[-1]
+    assert final["kind"] == "merged"
+    failure = final["report"]["servers"][0]["report"]["failure"]
+    assert failure["cause"] == "kv_cache_insufficient_memory" and failure["source"] == str(out1)
