@@ -53,7 +53,6 @@ OUT = BENCH / "out"
 GREP_PATTERN = "error|Traceback|Application startup complete|fired up"
 
 sys.path.insert(0, str(BENCH))
-from corpus import folder_inputs  # noqa: E402
 from generate import generate, parse_size  # noqa: E402
 
 TIME = shutil.which("time") or "/usr/bin/time"
@@ -251,6 +250,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def corpus_main(args: argparse.Namespace) -> int:
+    from corpus import folder_inputs  # bench/corpus.py: only this mode needs it
+
     started = time.time()
     notes: list[str] = []
     inputs: list[tuple[str, Path, dict[str, object]]] = []  # name, file, what it is
