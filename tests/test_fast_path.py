@@ -49,7 +49,19 @@ LINES = [
     "Capturing batches (bs=8 avail_mem=4.00 GB):  50%|##  | 1/2\r[{t} TP1] Decode batch, #running-req: 1",
     "[{t} TP0] Decode batch, crlf line\r",
     "[{t}] server_args=ServerArgs(model_path='m', tp_size=2)",
+    # debug output: quiet lines (no event), and lines among them that hold an event after all
+    "[{t}] Key 4355795610796 already exists. Skipped.",
+    "[{t} TP0] Attempting to acquire lock 140 on /root/.cache/x.lock",
+    "[{t} TP1] Receive: obj=GenerateReqInput(text='hi', sampling_params={'max_new_tokens': 8})",
+    "[{t}] cache hit ratio 50% of requests",
+    "[{t} TP0] after a prefix Load weight begin. avail mem=10.00 GB",
+    "[{t} TP0] Scheduler hit an exception: Traceback (most recent call last):",
+    "[{t} TP0] Exception in thread Thread-3:",
+    "[{t}]  two spaces before the message",
+    "[{t} TP0] host-1:12:34 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1]",
+    "[{t}] W0529 14:02:24.102000 90211 torch/x.py:1] glog inside",
 ]
+QUIET = LINES[-10:]
 
 
 @st.composite
@@ -60,11 +72,15 @@ def logs(draw: st.DrawFn) -> bytes:
         out.append(kv_failure(minute=30).encode())
     for _ in range(draw(st.integers(0, 60))):
         # mostly plain lines, as in a served log
-        plain = draw(st.sampled_from([LINES[0], LINES[1], LINES[2], LINES[4], LINES[4], LINES[5]]))
+        plain = draw(st.sampled_from([LINES[0], LINES[1], LINES[2], LINES[4], LINES[4], LINES[5], *QUIET[:3]]))
         template = plain if draw(st.integers(0, 9)) < 6 else draw(st.sampled_from(LINES))
         step = draw(st.sampled_from([0, 0, 1, 1, 2, -1, -200, 300]))
         second = max(0, second + step)
         out.append((template.replace("{t}", ts(second)) + "\n").encode())
+        if draw(st.integers(0, 19)) == 0:
+            # a debug burst: more quiet lines than the sample of unrecognized lines keeps
+            burst = draw(st.lists(st.sampled_from(QUIET), min_size=1, max_size=4))
+            out.extend((burst[i % len(burst)].replace("{t}", ts(second)) + "\n").encode() for i in range(230))
     if draw(st.booleans()):
         out.append(b"[2026-05-09 11:00:00 TP0] Decode batch, no newline at the end")
     return b"".join(out)
@@ -127,3 +143,31 @@ def test_clock_jump_back_inside_a_run_starts_a_new_run() -> None:
     data = ready + ("\n".join(lines) + "\n").encode()
     bulk, slow = report(data, False, []), report(data, True, [])
     assert bulk == slow and bulk["runs"] == 2
+
+
+def test_debug_output_is_counted_in_bulk_with_the_same_report() -> None:
+    """A start-up drowned in debug lines (quiet runs): the bulk path skips them by the pre-filter's
+    literals, yet takes the lines that hold an event among them the long way."""
+    quiet = [QUIET[0], QUIET[1], QUIET[2]]
+    lines = [quiet[i % 3].replace("{t}", ts(100 + i // 50)) for i in range(3000)]
+    lines[1500] = "[2026-05-09 10:02:10 TP0] after a prefix Load weight begin. avail mem=10.00 GB"
+    data = STARTUP + ("\n".join(lines) + "\n").encode()
+    bulk = report(data, False, [len(data) // 3, len(data) // 2])
+    assert bulk == report(data, True, [])
+    lines_report = bulk["lines"]
+    assert isinstance(lines_report, dict) and lines_report["unrecognized"] >= 2999
+    engine = Engine(source="x", collect_events=False)
+    engine.feed(data)
+    engine.finish()
+    assert len(engine.unrecognized_sample) == 200  # the sample is kept whatever the path
+
+
+def test_the_prefilter_finds_the_same_lines_with_or_without_hyperscan() -> None:
+    from logphase.pipeline.prefilter import LiteralFinder, event_literals
+
+    literals = event_literals()[0]
+    data = ("\n".join(t.replace("{t}", ts(5)) for t in LINES) + "\n").encode()
+    fallback = LiteralFinder(literals, use_hyperscan=False)
+    assert fallback.engine == "re"
+    lines_with = {data.count(b"\n", 0, hit - 1) for hit in LiteralFinder(literals).line_hits(data)}
+    assert lines_with == {data.count(b"\n", 0, hit - 1) for hit in fallback.line_hits(data)}

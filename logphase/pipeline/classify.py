@@ -80,6 +80,14 @@ def _fast_paths() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str], re
 _ACCESS, _BATCH, _FIELD, _NCCL_INFO = _fast_paths()
 
 
+def all_heads() -> list[str]:
+    """Every head the dispatch looks for, at a message's start or (SGLang's) anywhere in it; the
+    progress-bar probes aside (they need a '%'): what can make a line an event (prefilter.py)."""
+    return [h for g in DISPATCHED if g not in PROBES for h in _heads(g)] + [
+        h for g in ("server_args", "sglang") for h in _heads(g)
+    ]
+
+
 def foreign_source(env: Envelope) -> bool:
     """True when the line is another writer's (a stamped line, NCCL, Gloo, glog, uvicorn, a bar,
     a Python warning): it cannot continue a traceback."""

@@ -12,6 +12,7 @@ import copy
 import os
 import re
 from collections.abc import Callable, Mapping
+from functools import cache
 
 from logphase.pipeline import events as ev
 from logphase.pipeline.build_report import build_report
@@ -23,7 +24,8 @@ from logphase.pipeline.grammars import terminal_pattern
 from logphase.pipeline.lines import LineSplitter, LogicalLine, Run, RunPatterns
 from logphase.pipeline.machine import PhaseMachine
 from logphase.pipeline.messages import MESSAGES
-from logphase.pipeline.plain import PLAIN_LINES, PLAIN_RUN
+from logphase.pipeline.plain import PLAIN_LINES, PLAIN_RUN, bulk_runs
+from logphase.pipeline.prefilter import event_finder
 from logphase.pipeline.records import RecordAssembler, cut_header, line_shape, opens_record
 from logphase.pipeline.report import LinesReport, Report, normalize_expect
 
@@ -33,6 +35,16 @@ KEEP_UNRECOGNIZED = 200
 # "file.py:12: UserWarning: text" is followed by the indented source line (sometimes two)
 WARNING_TAIL_LINES = 2
 _PLAIN = RunPatterns(PLAIN_LINES, PLAIN_RUN)
+# a quiet line's timestamp (plain.bulk_runs checked its shape)
+_QUIET_STAMP = re.compile(rb"(?m)^\[(.{19})")
+
+
+@cache
+def _bulk() -> RunPatterns:
+    """Plain and quiet runs (plain.bulk_runs): built on the first bulk read, not at import."""
+    return RunPatterns(PLAIN_LINES, bulk_runs())
+
+
 # a traceback header inside a run of plain lines: the run takes the long way (traceback.lark's TRACEBACK)
 _TRACEBACK_BYTES = b"Traceback (most recent call last):"
 assert re.fullmatch(terminal_pattern("traceback", "TRACEBACK"), _TRACEBACK_BYTES.decode())
@@ -96,7 +108,7 @@ class Engine:
             for line in self._splitter.feed(data):
                 self._line(line, out)
             return out
-        for item in self._splitter.feed_runs(data, _PLAIN):
+        for item in self._splitter.feed_runs(data, _bulk()):
             if isinstance(item, Run):
                 self._run(item, out)
             else:
@@ -171,7 +183,10 @@ class Engine:
     def _run(self, run: Run, out: list[ev.EventBase]) -> None:
         """Lines that classify() would turn into RuntimeBatch / HttpAccess events: what ``_line``
         does with them is counting them and moving the clock, unless state says otherwise."""
-        data, lineno, offset, n, stamps, joined = run
+        if run.quiet:
+            self._quiet_run(run, out)
+            return
+        data, lineno, offset, n, stamps, joined, _ = run
         if (
             not self._gate_open
             or joined.translate(_DIGITS_TO_0) != _STAMP_SHAPE * n
@@ -209,6 +224,51 @@ class Engine:
                 self._line(LogicalLine(lineno + i, offset + pos - 1, data[pos:end].decode("ascii")), out)
                 pos, line_i = end + 1, i + 1
                 i += 1
+
+    def _quiet_run(self, run: Run, out: list[ev.EventBase]) -> None:
+        """SGLang lines that may be no event (plain.bulk_runs): the lines that hold none of the
+        pre-filter's literals are unrecognized, counted in bulk, moving the clock as each would;
+        the others take the long way, and so do all of them while state needs each line (--since
+        not reached, an open record, --unrecognized)."""
+        data, lineno, offset = run.data, run.lineno, run.offset
+        if not self._gate_open or self._on_unrecognized is not None or self._records.has_open():
+            self._run_lines(data, lineno, offset, 1, out)
+            return
+        pos, line_i = 1, 0  # data[pos:] is the run's line line_i
+        for hit in event_finder().line_hits(data):
+            start = data.rfind(b"\n", 0, hit - 1) + 1
+            if start < pos:
+                continue  # another literal on a line already taken the long way
+            line_i += self._quiet_lines(data[pos - 1 : start], lineno + line_i, offset + pos - 1, out)
+            end = data.index(b"\n", hit - 1)
+            self._line(LogicalLine(lineno + line_i, offset + start - 1, data[start:end].decode("ascii")), out)
+            pos, line_i = end + 1, line_i + 1
+        self._quiet_lines(data[pos - 1 :], lineno + line_i, offset + pos - 1, out)
+
+    def _quiet_lines(self, data: bytes, lineno: int, offset: int, out: list[ev.EventBase]) -> int:
+        """``data`` (b"\\n" and whole lines) holds unrecognized SGLang lines: count them, keep the
+        first ones as the sample, move the clock. Returns how many lines it had."""
+        n = data.count(b"\n") - 1
+        if n <= 0:
+            return 0
+        room = KEEP_UNRECOGNIZED - len(self.unrecognized_sample)
+        if room > 0:
+            # the sample is taken line by line (each line the long way, as it would be)
+            cut = 0
+            for _ in range(min(room, n)):
+                cut = data.index(b"\n", cut + 1)
+            self._run_lines(data[: cut + 1], lineno, offset, 1, out)
+            if room >= n:
+                return n
+            rest = self._quiet_lines(data[cut:], lineno + room, offset + cut, out)
+            return room + rest
+        stamps = _QUIET_STAMP.findall(data)
+        first, last = stamps[0], stamps[-1]
+        self._counts["unrecognized"] += n
+        self._warning_tail = 0
+        self._last_ts = self._clock.resolve(Stamp(int(last[:4]), int(last[5:7]), int(last[8:10]), last[11:19].decode()))
+        self._machine.note_lines(_iso(first), _iso(max(stamps)), lineno + n - 1)
+        return n
 
     def _run_lines(self, data: bytes, lineno: int, offset: int, pos: int, out: list[ev.EventBase]) -> None:
         """The lines of a run from ``data[pos:]`` on (``lineno`` at ``offset``), one by one."""
@@ -347,6 +407,10 @@ class Engine:
     def _emit(self, event: ev.EventBase, out: list[ev.EventBase]) -> None:
         self._machine.feed(event)
         out.append(event)
+
+
+def _iso(stamp: bytes) -> str:
+    return stamp.decode("ascii").replace(" ", "T", 1)
 
 
 def normalize_time(text: str) -> str:

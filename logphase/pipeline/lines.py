@@ -63,6 +63,9 @@ class Run(NamedTuple):
     # (b"", b" TP0", ...); tuples as findall makes them, the cheapest form to get them in
     stamps: list[tuple[bytes, bytes]]
     joined: bytes  # the timestamps back to back, 19 bytes each
+    # a run of quiet lines (RunPatterns.run's group "quiet"): SGLang lines that may be no event;
+    # stamps and joined are then empty (the engine reads what it needs itself)
+    quiet: bool = False
 
     def logical_lines(self) -> list[LogicalLine]:
         """The lines of the run as ``LineSplitter.feed`` would have given them (plain runs are ASCII)."""
@@ -78,7 +81,7 @@ class RunPatterns(NamedTuple):
     # over "\n" + lines: a match at every "\n", groups (timestamp, rank tags) of the line after
     # it if that line is plain, else empty
     lines: re.Pattern[bytes]
-    run: re.Pattern[bytes]  # one or more such lines
+    run: re.Pattern[bytes]  # one or more such lines; or, with groups "plain"/"quiet", runs of either kind
 
 
 _STAMP = itemgetter(0)
@@ -249,10 +252,13 @@ class LineSplitter:
                 continue  # left to the line-by-line path
             if s > done:
                 out.extend(self._split_lines(buf[done:s], offset + done - 1))
-            found = patterns.lines.findall(run)
-            found.pop()
-            self._all_plain = s == 1 and e == len(buf)
-            out.append(self._take_run(run, offset + s - 1, n, found, b"".join(map(_STAMP, found))))
+            if m.lastgroup == "quiet":
+                out.append(self._take_run(run, offset + s - 1, n, [], b"")._replace(quiet=True))
+            else:
+                found = patterns.lines.findall(run)
+                found.pop()
+                self._all_plain = s == 1 and e == len(buf)
+                out.append(self._take_run(run, offset + s - 1, n, found, b"".join(map(_STAMP, found))))
             done = e
         if done < len(buf):
             out.extend(self._split_lines(buf[done:], offset + done - 1))

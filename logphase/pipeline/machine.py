@@ -177,6 +177,14 @@ class PhaseMachine:
             run.extend(ts, ts, line)
             run.seen_sglang = True
 
+    def note_lines(self, first_ts: str, high_ts: str, last_line: int) -> None:
+        """``note_line`` for consecutive such lines at once: the first one's time, the latest
+        time among them, the last one's number."""
+        run = self.run
+        if last_line >= run.start_line:
+            run.extend(first_ts, high_ts, last_line)
+            run.seen_sglang = True
+
     def feed_plain(self, stamps: list[tuple[bytes, bytes]], first_line: int) -> int:
         """What ``feed`` does with events that carry nothing but their time and writer (no
         transition, fact or assessment: batch statistics, access lines once ready), for

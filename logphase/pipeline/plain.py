@@ -6,6 +6,7 @@ Composed from the grammars' terminals, so that they accept exactly what the line
 from __future__ import annotations
 
 import re
+from functools import cache
 
 from logphase.pipeline.grammars import terminal_pattern
 
@@ -62,3 +63,33 @@ def _compile_plain_lines() -> tuple[re.Pattern[bytes], re.Pattern[bytes]]:
 
 
 PLAIN_LINES, PLAIN_RUN = _compile_plain_lines()
+# the head of a plain line, as PLAIN_RUN repeats it (for the runs that mix in quiet lines)
+_PLAIN_RUN_BODY = PLAIN_RUN.pattern.removeprefix(rb"(?m)^")
+assert PLAIN_RUN.pattern != _PLAIN_RUN_BODY
+
+# A quiet line's message is at most this long; a longer one takes the long way.
+MAX_QUIET_CHARS = 8000
+
+
+@cache
+def bulk_runs() -> re.Pattern[bytes]:
+    """Runs the bulk path takes from a line start: plain lines (group ``plain``, as PLAIN_RUN) or
+    quiet lines (group ``quiet``): SGLang lines that may be no event at all, such as debug output
+    (``[ts] Key ... already exists. Skipped.``). A quiet line is ``[YYYY-MM-DD HH:MM:SS tags]
+    message``: no weak head (prefilter.py) at its start, no ``%`` (the progress-bar probe), at
+    most MAX_QUIET_CHARS. Whether it is no event is then up to the pre-filter's literals, which
+    the engine searches each quiet run for. Valid for ASCII text only, as PLAIN_RUN is."""
+    from logphase.pipeline.prefilter import event_literals
+
+    weak = "|".join(f"(?:{h})" for h in event_literals()[1]).encode()
+    tags = rb"(?: (?:" + terminal_pattern("envelope", "RANK_TAG").encode() + rb"))*"
+    quiet = (
+        rb"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d"
+        + tags
+        + rb"\] "
+        + (rb"(?!" + weak + rb")" if weak else b"")
+        + rb"[^\s%][^%\n]{0,"
+        + str(MAX_QUIET_CHARS).encode()
+        + rb"}\n"
+    )
+    return re.compile(rb"(?m)^(?:(?P<plain>" + _PLAIN_RUN_BODY + rb")|(?P<quiet>(?:" + quiet + rb")+))")

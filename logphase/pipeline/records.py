@@ -35,12 +35,9 @@ MAX_PARSE_CHARS = 4096
 _EXCEPTION_HEAD = r"^(?:[A-Za-z_]\w*\.)*[A-Za-z_]?\w*(?:Error|Exception|Exit|Interrupt)(?::|\s*$)"
 # what a line that opens a record has in it, from the grammar's terminals: a header, a frame, a
 # faulthandler stack, a C++ terminate, or an exception class at the start of the line
-_OPENERS = re.compile(
-    "|".join(
-        [terminal_pattern("traceback", t) for t in ("TRACEBACK", "THREAD_EXCEPTION", "FATAL_ERROR", "THREAD_DUMP", "TERMINATE")]
-        + [r'^\s*File "', _EXCEPTION_HEAD]
-    )
-)
+# the record openers a line can hold after other text (a logged message, SGLang's prefix)
+OPENER_TERMINALS = ("TRACEBACK", "THREAD_EXCEPTION", "FATAL_ERROR", "THREAD_DUMP", "TERMINATE")
+_OPENERS = re.compile("|".join([terminal_pattern("traceback", t) for t in OPENER_TERMINALS] + [r'^\s*File "', _EXCEPTION_HEAD]))
 # a line cut inside a traceback header: "[...] Scheduler hit an exception: Tra" at the end of the input
 _HEADER_TEXT = "Traceback (most recent call last):"
 _CUT_HEADER = re.compile(r"(?P<by>.*?(?:hit an exception|warmup error)):? ?(?P<tail>T[\w ()]*)?$")

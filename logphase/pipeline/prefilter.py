@@ -1,0 +1,137 @@
+"""The block pre-filter: which lines of a block can carry an event at all.
+
+Every line that a grammar can turn into an event contains one of a set of literals, read off the
+grammars themselves: for each dispatch head, each SGLang head that is searched anywhere in a
+line, and each opener of a multi-line record, the literal strings one of which any match must
+contain (``Load weight begin.``, `` is reset to ``, ``Traceback (most recent call last):`` ...).
+A block is searched for all of them at once, in C (Hyperscan where it is installed, else one
+compiled alternation); lines without any are counted in bulk. The few heads too short to have a
+useful literal (an NCCL host name, a glog level letter) are checked at the start of each line by
+the run regex instead (``weak_heads``). Nothing is listed by hand: a new grammar rule brings its
+own literals, and tests/test_prefilter.py checks that every head yields some.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from functools import cache
+from typing import Any
+
+try:  # Python 3.11+: the parser re itself uses (sre_parse warns there)
+    import re._parser as _sre  # type: ignore[import-not-found,unused-ignore]
+except ImportError:  # pragma: no cover - Python 3.10
+    import sre_parse as _sre  # type: ignore[no-redef,unused-ignore]
+
+# A literal shorter than this matches too often to be worth searching for: its head is weak.
+MIN_LITERAL = 3
+
+
+def literal_factors(pattern: str) -> frozenset[str] | None:
+    """Strings one of which every match of ``pattern`` contains (the longest such choice found),
+    or None when the pattern has none of at least MIN_LITERAL characters."""
+    found = _factors(list(_sre.parse(pattern)))
+    if found is None or min(map(len, found)) < MIN_LITERAL:
+        return None
+    return frozenset(found)
+
+
+def _factors(items: Sequence[Any]) -> set[str] | None:
+    best: set[str] | None = None
+    run = ""
+
+    def consider(candidate: set[str] | None) -> None:
+        nonlocal best
+        if candidate and (best is None or min(map(len, candidate)) > min(map(len, best))):
+            best = candidate
+
+    for op, av in items:
+        if op is _sre.LITERAL:
+            run += chr(av)
+            continue
+        consider({run} if run else None)
+        run = ""
+        if op is _sre.SUBPATTERN:
+            consider(_factors(list(av[-1])))
+        elif op is _sre.ASSERT and av[0] == 1:  # a lookahead: what follows must be there too
+            consider(_factors(list(av[1])))
+        elif op is _sre.BRANCH:
+            branches = [_factors(list(b)) for b in av[1]]
+            if all(branches):
+                consider(set().union(*(b for b in branches if b)))
+        elif op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT) and av[0] >= 1:
+            consider(_factors(list(av[2])))
+    consider({run} if run else None)
+    return best
+
+
+class LiteralFinder:
+    """Finds where any of a set of literals occurs in a block of bytes: Hyperscan (gigabytes a
+    second) when installed, else one compiled alternation (the same answer, slower)."""
+
+    def __init__(self, literals: Iterable[str], use_hyperscan: bool = True) -> None:
+        self.literals = sorted(set(literals), key=lambda s: (-len(s), s))
+        encoded = [s.encode() for s in self.literals]
+        self._regex = re.compile(b"|".join(re.escape(s) for s in encoded))
+        self._db: Any = None
+        if use_hyperscan:
+            try:
+                import hyperscan
+            except ImportError:
+                return
+            db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+            db.compile(
+                expressions=[re.escape(s) for s in encoded],
+                ids=list(range(len(encoded))),
+                elements=len(encoded),
+                flags=[0] * len(encoded),
+            )
+            self._db = db
+
+    @property
+    def engine(self) -> str:
+        return "hyperscan" if self._db is not None else "re"
+
+    def line_hits(self, data: bytes) -> list[int]:
+        """The offsets (in ``data``) where literal occurrences end, in order (some may repeat)."""
+        if self._db is None:
+            return [m.end() for m in self._regex.finditer(data)]
+        found: list[int] = []
+
+        def on_match(_id: int, _from: int, to: int, _flags: int, _ctx: object) -> None:
+            found.append(to)
+
+        self._db.scan(data, match_event_handler=on_match)
+        found.sort()
+        return found
+
+
+@cache
+def event_literals() -> tuple[frozenset[str], tuple[str, ...]]:
+    """(the literals some event line must contain, the weak heads checked at a line's start),
+    from the dispatch heads, the SGLang heads searched anywhere and the record openers."""
+    from logphase.pipeline.classify import all_heads
+    from logphase.pipeline.grammars import terminal_pattern
+    from logphase.pipeline.records import OPENER_TERMINALS
+
+    literals: set[str] = set()
+    weak: list[str] = []
+    for head in all_heads():
+        found = literal_factors(head)
+        if found is None:
+            weak.append(head)
+        else:
+            literals |= found
+    for name in OPENER_TERMINALS:
+        found = literal_factors(terminal_pattern("traceback", name))
+        assert found is not None, f"record opener {name} has no literal to search for"
+        literals |= found
+    return frozenset(literals), tuple(weak)
+
+
+@cache
+def event_finder() -> LiteralFinder:
+    return LiteralFinder(event_literals()[0])
+
+
+__all__ = ["LiteralFinder", "event_finder", "event_literals", "literal_factors"]
