@@ -3,14 +3,27 @@ the same report as classifying every line, whatever the lines and however the by
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from logphase.pipeline import engine as engine_module
 from logphase.pipeline.engine import _PLAIN, Engine
 from logphase.pipeline.lines import LineSplitter, LogicalLine, Run
 from tests.logs import fed_in_chunks, kv_failure, tp2_startup
 
 STARTUP = tp2_startup().encode()
+
+
+@pytest.fixture(autouse=True, scope="module")
+def quiet_runs_from_the_first_byte() -> Iterator[None]:
+    """The engine looks for quiet runs only past its first MiB (their patterns cost start-up
+    time); here the inputs are small, so from the first byte."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(engine_module, "QUIET_RUNS_AFTER", 0)
+        yield
 
 
 def ts(second: int) -> str:

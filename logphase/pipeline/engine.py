@@ -32,6 +32,8 @@ from logphase.pipeline.report import LinesReport, Report, normalize_expect
 # Raw text kept on an event; the rest of a long line is reachable through its line number.
 MAX_RAW_CHARS = 2000
 KEEP_UNRECOGNIZED = 200
+# bytes read before the bulk path looks for quiet runs (plain.bulk_runs) too
+QUIET_RUNS_AFTER = 1 << 20
 # "file.py:12: UserWarning: text" is followed by the indented source line (sometimes two)
 WARNING_TAIL_LINES = 2
 _PLAIN = RunPatterns(PLAIN_LINES, PLAIN_RUN)
@@ -108,7 +110,9 @@ class Engine:
             for line in self._splitter.feed(data):
                 self._line(line, out)
             return out
-        for item in self._splitter.feed_runs(data, _bulk()):
+        # quiet runs pay for themselves on long logs only: their patterns take ~40 ms to build
+        patterns = _bulk() if self._splitter.bytes_seen + len(data) > QUIET_RUNS_AFTER else _PLAIN
+        for item in self._splitter.feed_runs(data, patterns):
             if isinstance(item, Run):
                 self._run(item, out)
             else:

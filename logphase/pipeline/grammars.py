@@ -76,12 +76,18 @@ def used_rules(source: str) -> set[str]:
     return reached
 
 
+@functools.cache
+def _expansions(source: str) -> dict[str, list[list[object]]]:
+    """Each rule's expansions, by rule name (built once per grammar: the dispatch asks per rule)."""
+    by_origin: dict[str, list[list[object]]] = {}
+    for r in parser(source).rules:
+        by_origin.setdefault(str(r.origin.name), []).append(list(r.expansion))
+    return by_origin
+
+
 def first_terminals(source: str, rule: str) -> list[str]:
     """Names of the terminals a rule's text can begin with (through sub-rules and options)."""
-    grammar = parser(source)
-    by_origin: dict[str, list[list[object]]] = {}
-    for r in grammar.rules:
-        by_origin.setdefault(str(r.origin.name), []).append(list(r.expansion))
+    by_origin = _expansions(source)
     found: list[str] = []
     seen: set[str] = set()
 
