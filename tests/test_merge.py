@@ -198,3 +198,18 @@ def test_follow_merge_waits_for_the_root_written_after_its_echo(tmp_path: Path) 
     assert final["kind"] == "merged"
     failure = final["report"]["servers"][0]["report"]["failure"]
     assert failure["cause"] == "kv_cache_insufficient_memory" and failure["source"] == str(out1)
+
+
+def test_follow_merge_on_whole_logs_prints_every_log_s_records_before_the_verdict(tmp_path: Path) -> None:
+    names = []
+    for log in logs("two_nodes_ready"):
+        copy = tmp_path / log.name
+        copy.write_bytes(log.read_bytes())  # fresh files: not stale
+        names.append(str(copy))
+    done = run("follow", "--merge", "--json", "--timeout", "30", *names, timeout=60)
+    assert done.returncode == 0, done.stderr
+    records = [orjson.loads(line) for line in done.stdout.splitlines()]
+    assert records[-1]["kind"] == "merged" and records[-1]["report"]["outcome"] == "ready"
+    for name in names:
+        phases = [r["phase"] for r in records if r.get("source") == name and r["kind"] == "phase"]
+        assert phases[:5] == ["launch", "distributed_init", "weight_loading", "memory_pool", "cuda_graph_capture"]

@@ -68,6 +68,8 @@ def follow_merged(args: argparse.Namespace, options: FollowOptions) -> int:
     color = use_color(sys.stdout, args.color)
     deadline = time.monotonic() + options.timeout if options.timeout is not None else None
     running = len(names)
+    # a log has said all it will for now: its own verdict, or its follow ended
+    said = [False] * len(names)
     settle_until: float | None = None
     try:
         while running:
@@ -79,34 +81,32 @@ def follow_merged(args: argparse.Namespace, options: FollowOptions) -> int:
                 if settle_until is not None and time.monotonic() >= settle_until:
                     merged = _merged(names, followers)
                     if merged is not None:
-                        return _finish(out, merged, args.json, color)
+                        return _finish_after(inbox, out, names, merged, args.json, color)
                 break
-            if item is _DONE:
-                running -= 1
-                continue
-            record: FollowRecord = item  # type: ignore[assignment]
-            if isinstance(record, SummaryRecord | TimeoutRecord | OutcomeRecord):
-                continue  # a single log's verdict is not the deployment's: the merged one follows
-            _write(out, names[i], record, args.json)
+            if item is _DONE or isinstance(item, SummaryRecord | TimeoutRecord | OutcomeRecord):
+                # a single log's verdict is not the deployment's: the merged one follows
+                said[i] = True
+                running -= item is _DONE
+            else:
+                _write(out, names[i], item, args.json)  # type: ignore[arg-type]
             merged = _merged(names, followers)
             if merged is None or merged.outcome == "starting" or not _verdict_reached(merged, options.until):
                 continue
-            if merged.outcome == "failed" and running > 1 and settle_until is None:
-                # the other nodes' logs may still hold the root (their lines reach us later than
-                # its echoes here): give them a moment before the verdict
-                settle_until = time.monotonic() + SETTLE_S
-                continue
+            if all(said):
+                return _finish_after(inbox, out, names, merged, args.json, color)
             if settle_until is None:
-                return _finish(out, merged, args.json, color)
+                # the other logs may still hold records (the root's lines can reach us after its
+                # echoes): they get a moment to say them before the verdict
+                settle_until = time.monotonic() + SETTLE_S
     except KeyboardInterrupt:
         merged = _merged(names, followers)
         if merged is not None:
-            _finish(out, merged, args.json, color)
+            _finish_after(inbox, out, names, merged, args.json, color)
         sys.stderr.write("logphase: interrupted\n")
         return EXIT_INTERRUPTED
     merged = _merged(names, followers)
     if merged is not None:
-        _finish(out, merged, args.json, color)
+        _finish_after(inbox, out, names, merged, args.json, color)
     if deadline is not None and time.monotonic() >= deadline:
         sys.stderr.write(f"logphase: gave up after {options.timeout:g} s\n")
         return EXIT_TIMEOUT
@@ -148,6 +148,24 @@ def _write(out: object, source: str, record: FollowRecord, as_json: bool) -> Non
     else:
         out.write(f"{os.path.basename(source)}: {_human(record)}".encode(errors="replace"))
     out.flush()  # type: ignore[attr-defined]
+
+
+def _drain(inbox: queue.Queue[tuple[int, object]], out: object, names: list[str], as_json: bool) -> None:
+    """The records already read but not printed yet: the verdict comes after them."""
+    while True:
+        try:
+            i, item = inbox.get_nowait()
+        except queue.Empty:
+            return
+        if item is not _DONE and not isinstance(item, SummaryRecord | TimeoutRecord | OutcomeRecord):
+            _write(out, names[i], item, as_json)  # type: ignore[arg-type]
+
+
+def _finish_after(
+    inbox: queue.Queue[tuple[int, object]], out: object, names: list[str], merged: MergedReport, as_json: bool, color: bool
+) -> int:
+    _drain(inbox, out, names, as_json)
+    return _finish(out, merged, as_json, color)
 
 
 def _finish(out: object, merged: MergedReport, as_json: bool, color: bool) -> int:

@@ -59,7 +59,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="on a pipe, exit as soon as the verdict is in instead of reading the pipe to its end; the writer "
         "(tee, the server) then gets SIGPIPE, so use it only when nothing else reads from it. A file by name "
-        "is always left at the verdict",
+        "is left at the verdict (unless --until eof, the default with --metrics-port)",
     )
     p.add_argument(
         "--metrics-port",
