@@ -1,4 +1,5 @@
-"""Print the JSON schema of the report (``--json``) and of the events (``--events``)."""
+"""Print the JSON schema of the report (``--json``), the events (``--events``), the follow records
+(``follow --json``) and the report on several logs (``--merge``)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import sys
 from logphase.faces.exit_codes import EXIT_READY
 
 NAME = "schema"
-HELP = "print the JSON schema of the report, the events and the follow records"
+HELP = "print the JSON schema of the report, the events, the follow records and the merged report"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -21,12 +22,16 @@ def run(args: argparse.Namespace) -> int:
 
     from logphase.faces.follow_records import FOLLOW_RECORD_ADAPTER
     from logphase.pipeline.events import Event
+    from logphase.pipeline.merge import MergedReport
     from logphase.pipeline.report import Report
 
     schema = {
         "report": Report.model_json_schema(),
         "event": TypeAdapter(Event).json_schema(),
         "follow_record": FOLLOW_RECORD_ADAPTER.json_schema(),
+        # parse --merge --json; follow --merge --json ends with {"kind": "merged", "message", "report": this}
+        # and tags every other record with the "source" log it came from
+        "merged_report": MergedReport.model_json_schema(),
     }
     sys.stdout.buffer.write(orjson.dumps(schema, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
     return EXIT_READY
