@@ -91,7 +91,7 @@ def test_schema_command_documents_follow_records() -> None:
 
     out = subprocess.run([sys.executable, "-m", "logphase", "schema"], capture_output=True, check=True, timeout=60).stdout
     schema = json.loads(out)
-    assert set(schema) == {"report", "event", "follow_record"}
+    assert set(schema) == {"report", "event", "follow_record", "merged_report"}
     assert "PhaseRecord" in schema["follow_record"]["$defs"]
 
 
