@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -192,3 +193,26 @@ def test_oom_killer_names_the_rank() -> None:
     )
     r = parse_text(text)
     assert r.failure is not None and r.failure.cause.value == "killed" and r.failure.rank == "TP1"
+
+
+def test_many_runs_keep_memory_flat_and_say_which_runs_are_kept() -> None:
+    """A file appended to run after run: only the last KEEP_RUNS runs are kept whole, the report on
+    the last one is the same, and asking for an early one is a clear error, not a wrong answer."""
+    from logphase.pipeline.machine import KEEP_RUNS
+
+    many = "".join(kv_failure(minute=m) for m in range(KEEP_RUNS + 8))
+    engine = Engine(source="x")
+    engine.feed(many)
+    engine.finish()
+    last = engine.report()
+    assert last.runs == KEEP_RUNS + 8
+    alone = parse_text(kv_failure(minute=KEEP_RUNS + 7))
+    assert (last.outcome, last.phase, last.failure and last.failure.cause) == (
+        alone.outcome,
+        alone.phase,
+        alone.failure and alone.failure.cause,
+    )
+    assert engine.report(run=KEEP_RUNS + 8).run == KEEP_RUNS + 8
+    assert engine.report(run=9).outcome == "failed"  # the 32nd from the end: still whole
+    with pytest.raises(ValueError, match="only the last 32 are kept whole"):
+        engine.report(run=1)

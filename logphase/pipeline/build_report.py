@@ -11,7 +11,7 @@ from typing import Any, Literal
 from logphase.pipeline.causes import ECHO_PREFERENCE
 from logphase.pipeline.diagnosis import Severity, minimum_mem_fraction, named_rank
 from logphase.pipeline.hints import hint
-from logphase.pipeline.machine import PhaseMachine
+from logphase.pipeline.machine import KEEP_RUNS, PhaseMachine
 from logphase.pipeline.phases import PHASE_ORDER, Phase
 from logphase.pipeline.report import (
     LOW_CAPTURE_MEMORY_GB,
@@ -51,6 +51,11 @@ def build_report(
     if run_index is not None and not 1 <= run_index <= len(machine.runs):
         raise ValueError(f"run {run_index} does not exist: the log holds {len(machine.runs)} run(s)")
     run = machine.runs[run_index - 1] if run_index is not None else machine.run
+    if run.retired:
+        raise ValueError(
+            f"run {run_index} is one of the early runs of a file with {len(machine.runs)}: only the last "
+            f"{KEEP_RUNS} are kept whole (it spans lines {run.start_line}-{run.last_line}: cut them out to read it)"
+        )
     failure, failure_phase = _failure(run)
     ready = run.ready_line is not None
     outcome: Outcome = "failed" if failure else ("ready" if ready else "starting")

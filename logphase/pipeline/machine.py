@@ -19,6 +19,9 @@ from logphase.pipeline.runs import Incident, Run, Span, Track, seconds_between
 
 # A timestamp this far behind the latest one seen means another run's lines, not interleaving.
 CLOCK_JUMP_BACK_S = 120.0
+# Runs kept whole: of a file with more (a CI log appended to for months), the earlier ones keep only
+# their number and lines, so that memory does not grow with the number of runs.
+KEEP_RUNS = 32
 
 
 _STAMP, _TAGS = itemgetter(0), itemgetter(1)
@@ -89,6 +92,9 @@ class PhaseMachine:
     def _new_run(self, line: int) -> Run:
         run = Run(index=len(self.runs) + 1, start_line=line)
         self.runs.append(run)
+        if len(self.runs) > KEEP_RUNS:
+            old = len(self.runs) - KEEP_RUNS - 1
+            self.runs[old] = self.runs[old].retire()
         return run
 
     def feed(self, event: ev.EventBase) -> None:

@@ -110,6 +110,11 @@ class Run:
     shutdown_line: int | None = None
     requests_posted: int = 0  # POST requests served before ready (the warmup sends one)
     node_ranks: set[object] = field(default_factory=set)  # the --node-rank of each server_args dump
+    retired: bool = False  # an early run of a file with many: only its place is kept (machine.KEEP_RUNS)
+
+    def retire(self) -> Run:
+        """What is kept of an early run once many follow it: its number and its lines."""
+        return Run(index=self.index, start_line=self.start_line, last_line=self.last_line, retired=True)
 
     def another_node(self, args: dict[str, Any]) -> bool:
         """Each node of a multi-node launch prints its own server_args: a dump of the same launch
