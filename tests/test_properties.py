@@ -194,7 +194,8 @@ def split_streams(log: bytes) -> dict[bytes, list[bytes]]:
             current = m.group("tags").strip() or b""
             streams.setdefault(current, []).append(line)
         elif t:
-            current = t.group(1)
+            # torchrun's [rankN]: is the same process as SGLang's TPN: one writer, its order kept
+            current = b"TP" + t.group(1)[len(b"rank") :]
             streams.setdefault(current, []).append(line)
         elif b"%|" in line or b"% Completed" in line:
             streams.setdefault(_rank0(streams), []).append(line)
@@ -287,8 +288,11 @@ def test_noise_keeps_the_verdict(name: str, seed: int, crlf: bool) -> None:
     lines = log.splitlines(keepends=True)
     noisy: list[bytes] = []
     in_traceback = False
-    # in a window NCCL's lines are evidence of distributed init (weak, but all the window may have)
-    noise = NOISE if not _is_window(name) else [n for n in NOISE if b"NCCL" not in n]
+    # in a window NCCL's lines are evidence of distributed init (weak, but all the window may have);
+    # nor can NCCL speak before a failure at launch (it starts with distributed init)
+    failure = whole_report(name).failure
+    at_launch = failure is not None and failure.phase is not None and failure.phase.value == "launch"
+    noise = NOISE if not (_is_window(name) or at_launch) else [n for n in NOISE if b"NCCL" not in n]
     for line in lines:
         stripped = line.lstrip()
         if b"Traceback (most recent call last)" in line or (not noisy and stripped.startswith(b"File ")):

@@ -92,7 +92,7 @@ def test_failing_startup(pytester: pytest.Pytester) -> None:
     # one failure report per test (the short summary may repeat it, depending on terminal width)
     reports = [line for line in out.splitlines() if "server startup failed" in line and not line.startswith("FAILED")]
     assert len(reports) == 3
-    assert all("kv_cache_insufficient_memory in memory_pool at line 5" in line for line in reports)
+    assert all("kv_cache_insufficient_memory in memory_pool on TP0 at line 5" in line for line in reports)
     assert "hint: The KV cache did not fit" in out
     assert "the test itself raised ConnectionRefusedError: connection refused on port 30000" in out
     assert "Traceback" not in out

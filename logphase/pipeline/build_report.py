@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from logphase.pipeline.causes import ECHO_PREFERENCE
@@ -114,8 +115,23 @@ def _total(run: Run, end_ts: str | None, phases: list[PhaseReport], outcome: Out
 
 
 def failure_ts(run: Run) -> str | None:
+    """When the run failed: the root's time; for a line with no time of its own, not before the
+    last redraw of the bar that was counting when it came (a silent weight load killed at 74 s
+    of its bar is not a 1 s phase)."""
     root = _root(run)
-    return root.event.ts if root else run.last_ts
+    ts = root.event.ts if root else run.last_ts
+    if root is None or (root.event.ts is not None and not root.event.ts_inherited):
+        return ts
+    phase = run.furthest_phase()
+    bar = run.bars.get(phase) if phase is not None else None
+    if bar is None or bar.elapsed_s is None or bar.line > root.event.line:
+        return ts
+    starts = [t.spans[phase].start for t in run.tracks.values() if phase in t.spans and t.spans[phase].start]
+    if not starts:
+        return ts
+    counted = datetime.fromisoformat(min(s for s in starts if s)) + timedelta(seconds=bar.elapsed_s)
+    later = counted.isoformat(timespec="microseconds" if counted.microsecond else "seconds")
+    return later if ts is None or later > ts else ts
 
 
 def _root(run: Run) -> Incident | None:
@@ -162,7 +178,7 @@ def _failure(run: Run) -> tuple[FailureReport | None, Phase | None]:
     report = FailureReport(
         cause=root.assessment.cause,
         phase=phase,
-        rank=root.event.rank or _named(named_rank(root.assessment.message), run),
+        rank=_named(root.event.rank, run) or _named(named_rank(root.assessment.message), run) or _silent_rank(run, root, phase),
         line=root.assessment.line or root.event.line,
         ts=root.event.ts,
         message=root.assessment.message[:2000],
@@ -178,6 +194,24 @@ _SEVERITY_WORD: dict[Severity, Literal["root", "unstated", "echo"]] = {
     Severity.UNSTATED: "unstated",
     Severity.ECHO: "echo",
 }
+
+
+# the phases only the schedulers (the ranks) work in
+_SCHEDULER_PHASES = (Phase.DISTRIBUTED_INIT, Phase.WEIGHT_LOADING, Phase.MEMORY_POOL, Phase.CUDA_GRAPH_CAPTURE)
+
+
+def _silent_rank(run: Run, root: Incident, phase: Phase) -> str | None:
+    """Whose a root without a rank is (a native crash, a runtime abort), when the log says it: in a
+    phase only the schedulers work in, the only scheduler; or, of several, the one that printed
+    nothing after the root while every other one reported its loss."""
+    if phase not in _SCHEDULER_PHASES:
+        return None
+    ranks = {r for r in run.tracks if r is not None}
+    if len(ranks) == 1:
+        return next(iter(ranks))
+    heard = {i.event.rank for i in run.incidents if i is not root and i.event.line > root.event.line}
+    silent = ranks - {_named(r, run) for r in heard if r is not None}
+    return next(iter(silent)) if len(silent) == 1 and len(ranks) > 1 and heard & ranks else None
 
 
 def _named(rank: str | None, run: Run) -> str | None:

@@ -242,6 +242,8 @@ def _continue(record: OpenRecord, text: str, lineno: int) -> bool | None:
     if rule == "tb_chain":
         record.state = State.CHAIN
         return True
+    if rule in ("tb_fatal", "tb_terminate"):
+        return False  # a crash of its own ('Fatal Python error', C++ terminate): never a message's tail
     if record.state is State.FRAMES:
         if not _names_an_exception(shape):
             return None  # 'srun: Terminating StepId=...' between a traceback's frames
