@@ -76,12 +76,16 @@ def bulk_runs() -> re.Pattern[bytes]:
     """Runs the bulk path takes from a line start: plain lines (group ``plain``, as PLAIN_RUN) or
     quiet lines (group ``quiet``): SGLang lines that may be no event at all, such as debug output
     (``[ts] Key ... already exists. Skipped.``). A quiet line is ``[YYYY-MM-DD HH:MM:SS tags]
-    message``: no weak head (prefilter.py) at its start, no ``%`` (the progress-bar probe), at
+    message``: no weak head nor a head's literal start (prefilter.py) at its start, no ``%`` (the
+    progress-bar probe), at
     most MAX_QUIET_CHARS. Whether it is no event is then up to the pre-filter's literals, which
     the engine searches each quiet run for. Valid for ASCII text only, as PLAIN_RUN is."""
-    from logphase.pipeline.prefilter import event_literals
+    from logphase.pipeline.prefilter import event_literals, head_leads
 
-    weak = "|".join(f"(?:{h})" for h in event_literals()[1]).encode()
+    # no weak head (which the literals miss) and, for speed, no head's literal start (an event
+    # line, most likely: it is left to the line path, not found in the run and taken out of it)
+    leads = [re.escape(lead) for lead in sorted(head_leads(), key=lambda x: (-len(x), x))]
+    weak = "|".join([*leads, *(f"(?:{h})" for h in event_literals()[1])]).encode()
     tags = rb"(?: (?:" + terminal_pattern("envelope", "RANK_TAG").encode() + rb"))*"
     quiet = (
         rb"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d"

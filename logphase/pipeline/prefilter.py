@@ -65,6 +65,30 @@ def _factors(items: Sequence[Any]) -> set[str] | None:
     return best
 
 
+def leading_literals(pattern: str) -> frozenset[str] | None:
+    """Strings one of which every match of ``pattern`` starts with, or None when some match may
+    start otherwise (a class, a repeat): for keeping lines that start with a head out of a run."""
+    found = _leads(list(_sre.parse(pattern)))
+    return frozenset(found) if found and all(found) else None
+
+
+def _leads(items: Sequence[Any]) -> set[str] | None:
+    run = ""
+    for op, av in items:
+        if op is _sre.LITERAL:
+            run += chr(av)
+            continue
+        if run:
+            return {run}
+        if op is _sre.SUBPATTERN:
+            return _leads(list(av[-1]))
+        if op is _sre.BRANCH:
+            branches = [_leads(list(b)) for b in av[1]]
+            return set().union(*branches) if all(branches) else None  # type: ignore[arg-type]
+        return None
+    return {run} if run else None
+
+
 class LiteralFinder:
     """Finds where any of a set of literals occurs in a block of bytes: Hyperscan (gigabytes a
     second) when installed, else one compiled alternation (the same answer, slower)."""
@@ -107,6 +131,19 @@ class LiteralFinder:
 
 
 @cache
+def head_leads() -> frozenset[str]:
+    """What the dispatch heads start with, where that is literal: a line whose message starts so is
+    most likely an event, and is kept out of the bulk path's quiet runs (plain.bulk_runs) rather
+    than found in them and taken out one by one."""
+    from logphase.pipeline.classify import all_heads
+
+    leads: set[str] = set()
+    for head in all_heads():
+        leads |= leading_literals(head) or set()
+    return frozenset(lead for lead in leads if len(lead) >= MIN_LITERAL)
+
+
+@cache
 def event_literals() -> tuple[frozenset[str], tuple[str, ...]]:
     """(the literals some event line must contain, the weak heads checked at a line's start),
     from the dispatch heads, the SGLang heads searched anywhere and the record openers."""
@@ -134,4 +171,4 @@ def event_finder() -> LiteralFinder:
     return LiteralFinder(event_literals()[0])
 
 
-__all__ = ["LiteralFinder", "event_finder", "event_literals", "literal_factors"]
+__all__ = ["LiteralFinder", "event_finder", "event_literals", "head_leads", "leading_literals", "literal_factors"]
