@@ -45,6 +45,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
@@ -240,13 +241,7 @@ def main(argv: list[str] | None = None) -> int:
         results["sizes"][size_text] = entry  # type: ignore[index]
 
     results["small"] = small_log(args.small_runs, reference_log("10MB"))
-    results["machine"]["loadavg_end"] = os.getloadavg()  # type: ignore[index]
-    results["elapsed_s"] = round(time.time() - started, 1)
-    out = Path(args.out or OUT / "results.json")
-    out.write_text(json.dumps(results, indent=2) + "\n")
-    print(table(results))
-    print(f"\nwritten to {out}")
-    return 0
+    return finish(results, started, Path(args.out or OUT / "results.json"), table)
 
 
 def corpus_main(args: argparse.Namespace) -> int:
@@ -296,11 +291,15 @@ def corpus_main(args: argparse.Namespace) -> int:
     results["small"] = small_log(
         args.small_runs, inputs[0][1] if inputs and inputs[0][0].startswith("ref") else reference_log("10MB")
     )
+    return finish(results, started, Path(args.out or OUT / "results-corpus.json"), corpus_tables)
+
+
+def finish(results: dict[str, object], started: float, out: Path, render: Callable[[dict[str, object]], str]) -> int:
+    """The load average at the end, the time it all took; results saved, tables printed."""
     results["machine"]["loadavg_end"] = os.getloadavg()  # type: ignore[index]
     results["elapsed_s"] = round(time.time() - started, 1)
-    out = Path(args.out or OUT / "results-corpus.json")
     out.write_text(json.dumps(results, indent=2) + "\n")
-    print(corpus_tables(results))
+    print(render(results))
     print(f"\nwritten to {out}")
     return 0
 

@@ -20,8 +20,8 @@ from logphase.faces.exit_codes import EXIT_INTERRUPTED, EXIT_TIMEOUT, OUTCOME_EX
 from logphase.faces.follow import Follower, FollowOptions, follow_file
 from logphase.faces.follow_records import FollowRecord, OutcomeRecord, SummaryRecord, TimeoutRecord
 from logphase.faces.inputs import InputError
-from logphase.faces.merged import render_merged, router_text
-from logphase.pipeline.merge import MergedReport, merge, router_report
+from logphase.faces.merged import merge_logs, render_merged
+from logphase.pipeline.merge import MergedReport
 from logphase.pipeline.report import Report
 
 _DONE = object()
@@ -122,18 +122,7 @@ def _verdict_reached(merged: MergedReport, until: str) -> bool:
 def _merged(names: list[str], followers: list[Follower | None]) -> MergedReport | None:
     if any(f is None or f.stale for f in followers):
         return None  # a log not read yet, or one holding an earlier run: no verdict on this one
-    reports: list[Report] = []
-    routers: list[int] = []
-    for i, follower in enumerate(followers):
-        assert follower is not None
-        report = follower.report
-        if not report.config and not report.ranks:
-            text = router_text(names[i])
-            if text is not None:
-                report = router_report(report, text)
-                routers.append(i)
-        reports.append(report)
-    return merge(reports, routers)
+    return merge_logs(names, [f.report for f in followers if f is not None])
 
 
 def _write(out: object, source: str, record: FollowRecord, as_json: bool) -> None:

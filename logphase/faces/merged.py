@@ -25,18 +25,26 @@ def read_merged(names: Sequence[str], since: str | None, expect: dict[str, str],
     if "-" in names:
         raise InputError("--merge reads files: standard input cannot be told apart from the other logs")
     reports: list[Report] = []
-    routers: list[int] = []
     for i, outcome in enumerate(read_many(names, since, expect, jobs)):
         if outcome.error is not None or outcome.report is None:
             raise InputError(outcome.error or f"{names[i]}: unreadable")
-        report = outcome.report
+        reports.append(outcome.report)
+    return merge_logs(names, reports)
+
+
+def merge_logs(names: Sequence[str], reports: Sequence[Report]) -> MergedReport:
+    """The logs' reports merged; a log with no server_args and no ranks whose lines are the
+    router's is read as the router."""
+    read: list[Report] = []
+    routers: list[int] = []
+    for i, report in enumerate(reports):
         if not report.config and not report.ranks:
             text = router_text(names[i])
             if text is not None:
                 report = router_report(report, text)
                 routers.append(i)
-        reports.append(report)
-    return merge(reports, routers)
+        read.append(report)
+    return merge(read, routers)
 
 
 def router_text(name: str) -> bytes | None:
