@@ -90,7 +90,12 @@ def result_of(text: str, **want: object):  # type: ignore[no-untyped-def]
     ("text", "want", "ok", "phrase"),
     [
         (tp2_startup(), {}, True, "outcome: ready as expected"),
-        (kv_failure(), {}, False, "outcome: expected ready, got failed: kv_cache_insufficient_memory in memory_pool on TP0 at line 5"),
+        (
+            kv_failure(),
+            {},
+            False,
+            "outcome: expected ready, got failed: kv_cache_insufficient_memory in memory_pool on TP0 at line 5",
+        ),
         (tp2_startup(ready=False), {"outcome": "starting"}, True, "outcome: starting as expected"),
         (tp2_startup(ready=False), {}, False, "still in warmup at the end of the log (log ends at line 23)"),
         (tp2_startup(), {"outcome": "failed"}, False, "outcome: expected failed, got ready after 34 s at line 24"),
@@ -435,7 +440,9 @@ def test_follower_fails_with_the_cause(tmp_path: Path) -> None:
     log = tmp_path / "server.log"
     follower = LogFollower(log, poll_interval=0.02, settle=0.1).start()
     write_slowly(log, kv_failure()).join()
-    with pytest.raises(StartupFailed, match=r"server startup failed: kv_cache_insufficient_memory in memory_pool on TP0 at line 5"):
+    with pytest.raises(
+        StartupFailed, match=r"server startup failed: kv_cache_insufficient_memory in memory_pool on TP0 at line 5"
+    ):
         follower.wait_ready(timeout=30)
     assert follower.reported
     with pytest.raises(StartupFailed, match="hint: "):

@@ -190,7 +190,7 @@ class Engine:
         if run.quiet:
             self._quiet_run(run, out)
             return
-        data, lineno, offset, n, stamps, joined, _ = run
+        data, lineno, offset, n, stamps, joined, _, _ = run
         if (
             not self._gate_open
             or joined.translate(_DIGITS_TO_0) != _STAMP_SHAPE * n
@@ -230,28 +230,36 @@ class Engine:
                 i += 1
 
     def _quiet_run(self, run: Run, out: list[ev.EventBase]) -> None:
-        """SGLang lines that may be no event (plain.bulk_runs): the lines that hold none of the
+        """Lines that may be no event (plain.bulk_runs): the lines that hold none of the
         pre-filter's literals are unrecognized, counted in bulk, moving the clock as each would;
         the others take the long way, and so do all of them while state needs each line (--since
-        not reached, an open record, --unrecognized)."""
+        not reached, an open record, a warning's source lines, --unrecognized)."""
         data, lineno, offset = run.data, run.lineno, run.offset
-        if not self._gate_open or self._on_unrecognized is not None or self._records.has_open():
-            self._run_lines(data, lineno, offset, 1, out)
-            return
         pos, line_i = 1, 0  # data[pos:] is the run's line line_i
-        for hit in event_finder().line_hits(data):
-            start = data.rfind(b"\n", 0, hit - 1) + 1
-            if start < pos:
-                continue  # another literal on a line already taken the long way
-            line_i += self._quiet_lines(data[pos - 1 : start], lineno + line_i, offset + pos - 1, out)
-            end = data.index(b"\n", hit - 1)
-            self._line(LogicalLine(lineno + line_i, offset + start - 1, data[start:end].decode("ascii")), out)
-            pos, line_i = end + 1, line_i + 1
-        self._quiet_lines(data[pos - 1 :], lineno + line_i, offset + pos - 1, out)
+        if self._quiet_state_clean():
+            for hit in event_finder().line_hits(data):
+                start = data.rfind(b"\n", 0, hit - 1) + 1
+                if start < pos:
+                    continue  # another literal on a line already taken the long way
+                line_i += self._quiet_lines(data[pos - 1 : start], lineno + line_i, offset + pos - 1, run.unstamped, out)
+                end = data.index(b"\n", hit - 1)
+                self._line(LogicalLine(lineno + line_i, offset + start - 1, data[start:end].decode("ascii")), out)
+                pos, line_i = end + 1, line_i + 1
+                if not self._quiet_state_clean():
+                    break  # that line opened a record or a warning: the rest the long way
+            else:
+                self._quiet_lines(data[pos - 1 :], lineno + line_i, offset + pos - 1, run.unstamped, out)
+                return
+        if pos < len(data):
+            self._run_lines(data[pos - 1 :], lineno + line_i, offset + pos - 1, 1, out)
 
-    def _quiet_lines(self, data: bytes, lineno: int, offset: int, out: list[ev.EventBase]) -> int:
-        """``data`` (b"\\n" and whole lines) holds unrecognized SGLang lines: count them, keep the
-        first ones as the sample, move the clock. Returns how many lines it had."""
+    def _quiet_state_clean(self) -> bool:
+        """Whether a line with no event would change nothing but counts (and the clock)."""
+        return self._gate_open and self._on_unrecognized is None and not self._warning_tail and not self._records.has_open()
+
+    def _quiet_lines(self, data: bytes, lineno: int, offset: int, unstamped: bool, out: list[ev.EventBase]) -> int:
+        """``data`` (b"\\n" and whole lines) holds unrecognized lines: count them, keep the first
+        ones as the sample, move the clock (SGLang's lines). Returns how many lines it had."""
         n = data.count(b"\n") - 1
         if n <= 0:
             return 0
@@ -264,11 +272,13 @@ class Engine:
             self._run_lines(data[: cut + 1], lineno, offset, 1, out)
             if room >= n:
                 return n
-            rest = self._quiet_lines(data[cut:], lineno + room, offset + cut, out)
+            rest = self._quiet_lines(data[cut:], lineno + room, offset + cut, unstamped, out)
             return room + rest
+        self._counts["unrecognized"] += n
+        if unstamped:
+            return n  # no time, no writer: nothing else moves
         stamps = _QUIET_STAMP.findall(data)
         first, last = stamps[0], stamps[-1]
-        self._counts["unrecognized"] += n
         self._warning_tail = 0
         self._last_ts = self._clock.resolve(Stamp(int(last[:4]), int(last[5:7]), int(last[8:10]), last[11:19].decode()))
         self._machine.note_lines(_iso(first), _iso(max(stamps)), lineno + n - 1)

@@ -102,6 +102,13 @@ def _compiled() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
     return re.compile(wrapper), re.compile(sglang), re.compile(torch)
 
 
+def envelope_patterns() -> list[str]:
+    """What starts a line that has an envelope (a wrapper, torchrun's prefix, SGLang's prefix), as
+    regexes without named groups: for the bulk path's runs of lines that have none."""
+    unnamed = re.compile(r"\(\?P<\w+>")
+    return [unnamed.sub("(?:", p.pattern) for p in _compiled()]
+
+
 def _parts(m: re.Match[str]) -> dict[str, str]:
     """Captured parts of a match by terminal name: {'ISO_TIME': ..., 'K8S_SOURCE': ...}."""
     return {name.rsplit("__", 1)[1]: value for name, value in m.groupdict().items() if value is not None}

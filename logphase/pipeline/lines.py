@@ -66,6 +66,7 @@ class Run(NamedTuple):
     # a run of quiet lines (RunPatterns.run's group "quiet"): SGLang lines that may be no event;
     # stamps and joined are then empty (the engine reads what it needs itself)
     quiet: bool = False
+    unstamped: bool = False  # a quiet run of lines without SGLang's prefix (RunPatterns' group "loose")
 
     def logical_lines(self) -> list[LogicalLine]:
         """The lines of the run as ``LineSplitter.feed`` would have given them (plain runs are ASCII)."""
@@ -248,12 +249,13 @@ class LineSplitter:
             s, e = m.span()
             run = buf[s - 1 : e]  # with the "\n" before it
             n = run.count(b"\n") - 1
-            if not self._plain(run, n):
+            if not self._plain(run, n, stamped=m.lastgroup != "loose"):
                 continue  # left to the line-by-line path
             if s > done:
                 out.extend(self._split_lines(buf[done:s], offset + done - 1))
-            if m.lastgroup == "quiet":
-                out.append(self._take_run(run, offset + s - 1, n, [], b"")._replace(quiet=True))
+            if m.lastgroup in ("quiet", "loose"):
+                quiet = self._take_run(run, offset + s - 1, n, [], b"")
+                out.append(quiet._replace(quiet=True, unstamped=m.lastgroup == "loose"))
             else:
                 found = patterns.lines.findall(run)
                 found.pop()
@@ -264,11 +266,11 @@ class LineSplitter:
             out.extend(self._split_lines(buf[done:], offset + done - 1))
         return out
 
-    def _plain(self, run: bytes, n: int) -> bool:
+    def _plain(self, run: bytes, n: int, stamped: bool = True) -> bool:
         """Whether each line of ``run`` (b"\\n" and n lines) is one logical line as it stands."""
         if not run.isascii() or any(c in run for c in _NOT_IN_RUNS):
             return False
-        if run.count(b"[") == n:
+        if stamped and run.count(b"[") == n:
             return True  # each line's one "[" opens its own prefix
         # another "[" somewhere: no timestamp prefix may start inside a line (see _unglue)
         return all(run[m.start() - 1] == 0x0A for m in self._glued.finditer(run))

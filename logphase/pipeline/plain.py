@@ -73,27 +73,27 @@ MAX_QUIET_CHARS = 8000
 
 @cache
 def bulk_runs() -> re.Pattern[bytes]:
-    """Runs the bulk path takes from a line start: plain lines (group ``plain``, as PLAIN_RUN) or
-    quiet lines (group ``quiet``): SGLang lines that may be no event at all, such as debug output
-    (``[ts] Key ... already exists. Skipped.``). A quiet line is ``[YYYY-MM-DD HH:MM:SS tags]
-    message``: no weak head nor a head's literal start (prefilter.py) at its start, no ``%`` (the
-    progress-bar probe), at
-    most MAX_QUIET_CHARS. Whether it is no event is then up to the pre-filter's literals, which
-    the engine searches each quiet run for. Valid for ASCII text only, as PLAIN_RUN is."""
+    """Runs the bulk path takes from a line start: plain lines (group ``plain``, as PLAIN_RUN), or
+    lines that may be no event at all: SGLang's (group ``quiet``: debug output such as ``[ts] Key
+    ... already exists. Skipped.``) and others (group ``loose``: kernel libraries' chatter, tree
+    dumps, indented output). A quiet line is ``[YYYY-MM-DD HH:MM:SS tags] message``; a loose line
+    has no envelope at all (no wrapper, no torchrun or SGLang prefix: envelope.lark's own patterns)
+    and is not blank. In both the message has no weak head nor a head's literal start
+    (prefilter.py) at its start, no ``%`` (the progress-bar probe), at most MAX_QUIET_CHARS.
+    Whether such a line is no event is then up to the pre-filter's literals, which the engine
+    searches each run for. Valid for ASCII text only, as PLAIN_RUN is."""
+    from logphase.pipeline.envelope import envelope_patterns
     from logphase.pipeline.prefilter import event_literals, head_leads
 
     # no weak head (which the literals miss) and, for speed, no head's literal start (an event
     # line, most likely: it is left to the line path, not found in the run and taken out of it)
     leads = [re.escape(lead) for lead in sorted(head_leads(), key=lambda x: (-len(x), x))]
-    weak = "|".join([*leads, *(f"(?:{h})" for h in event_literals()[1])]).encode()
+    heads = rb"(?!" + "|".join([*leads, *(f"(?:{h})" for h in event_literals()[1])]).encode() + rb")"
+    body = rb"[^%\n]{0," + str(MAX_QUIET_CHARS).encode() + rb"}\n"
     tags = rb"(?: (?:" + terminal_pattern("envelope", "RANK_TAG").encode() + rb"))*"
-    quiet = (
-        rb"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d"
-        + tags
-        + rb"\] "
-        + (rb"(?!" + weak + rb")" if weak else b"")
-        + rb"[^\s%][^%\n]{0,"
-        + str(MAX_QUIET_CHARS).encode()
-        + rb"}\n"
+    quiet = rb"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d" + tags + rb"\] " + heads + rb"[^\s%]" + body
+    envelope = rb"(?!" + b"|".join(p.encode() for p in envelope_patterns()) + rb")"
+    loose = envelope + heads + rb"(?=[^\n]*\S)" + body
+    return re.compile(
+        rb"(?m)^(?:(?P<plain>" + _PLAIN_RUN_BODY + rb")|(?P<quiet>(?:" + quiet + rb")+)|(?P<loose>(?:" + loose + rb")+))"
     )
-    return re.compile(rb"(?m)^(?:(?P<plain>" + _PLAIN_RUN_BODY + rb")|(?P<quiet>(?:" + quiet + rb")+))")

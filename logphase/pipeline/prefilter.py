@@ -149,7 +149,7 @@ def event_literals() -> tuple[frozenset[str], tuple[str, ...]]:
     from the dispatch heads, the SGLang heads searched anywhere and the record openers."""
     from logphase.pipeline.classify import all_heads
     from logphase.pipeline.grammars import terminal_pattern
-    from logphase.pipeline.records import OPENER_TERMINALS
+    from logphase.pipeline.records import OPENER_TERMINALS, OPENERS
 
     literals: set[str] = set()
     weak: list[str] = []
@@ -163,6 +163,10 @@ def event_literals() -> tuple[frozenset[str], tuple[str, ...]]:
         found = literal_factors(terminal_pattern("traceback", name))
         assert found is not None, f"record opener {name} has no literal to search for"
         literals |= found
+    # what opens a record from a line without SGLang's prefix too (a frame, an exception line)
+    found = literal_factors(OPENERS.pattern)
+    assert found is not None, "the record openers have no literals to search for"
+    literals |= found
     return frozenset(literals), tuple(weak)
 
 

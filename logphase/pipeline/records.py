@@ -38,6 +38,7 @@ _EXCEPTION_HEAD = r"^(?:[A-Za-z_]\w*\.)*[A-Za-z_]?\w*(?:Error|Exception|Exit|Int
 # the record openers a line can hold after other text (a logged message, SGLang's prefix)
 OPENER_TERMINALS = ("TRACEBACK", "THREAD_EXCEPTION", "FATAL_ERROR", "THREAD_DUMP", "TERMINATE")
 _OPENERS = re.compile("|".join([terminal_pattern("traceback", t) for t in OPENER_TERMINALS] + [r'^\s*File "', _EXCEPTION_HEAD]))
+OPENERS = _OPENERS  # the bulk path's pre-filter searches for their literals (prefilter.py)
 # a line cut inside a traceback header: "[...] Scheduler hit an exception: Tra" at the end of the input
 _HEADER_TEXT = "Traceback (most recent call last):"
 _CUT_HEADER = re.compile(r"(?P<by>.*?(?:hit an exception|warmup error)):? ?(?P<tail>T[\w ()]*)?$")
