@@ -232,26 +232,28 @@ class Engine:
     def _quiet_run(self, run: Run, out: list[ev.EventBase]) -> None:
         """Lines that may be no event (plain.bulk_runs): the lines that hold none of the
         pre-filter's literals are unrecognized, counted in bulk, moving the clock as each would;
-        the others take the long way, and so do all of them while state needs each line (--since
+        the others take the long way, and so does every line while state needs each one (--since
         not reached, an open record, a warning's source lines, --unrecognized)."""
         data, lineno, offset = run.data, run.lineno, run.offset
+        hits = event_finder().line_hits(data)
+        h = 0
         pos, line_i = 1, 0  # data[pos:] is the run's line line_i
-        if self._quiet_state_clean():
-            for hit in event_finder().line_hits(data):
-                start = data.rfind(b"\n", 0, hit - 1) + 1
-                if start < pos:
-                    continue  # another literal on a line already taken the long way
-                line_i += self._quiet_lines(data[pos - 1 : start], lineno + line_i, offset + pos - 1, run.unstamped, out)
-                end = data.index(b"\n", hit - 1)
-                self._line(LogicalLine(lineno + line_i, offset + start - 1, data[start:end].decode("ascii")), out)
+        while pos < len(data):
+            if not self._quiet_state_clean():
+                end = data.index(b"\n", pos)
+                self._line(LogicalLine(lineno + line_i, offset + pos - 1, data[pos:end].decode("ascii")), out)
                 pos, line_i = end + 1, line_i + 1
-                if not self._quiet_state_clean():
-                    break  # that line opened a record or a warning: the rest the long way
-            else:
+                continue
+            while h < len(hits) and hits[h] - 1 < pos:
+                h += 1  # a literal on a line already read
+            if h == len(hits):
                 self._quiet_lines(data[pos - 1 :], lineno + line_i, offset + pos - 1, run.unstamped, out)
                 return
-        if pos < len(data):
-            self._run_lines(data[pos - 1 :], lineno + line_i, offset + pos - 1, 1, out)
+            start = data.rfind(b"\n", 0, hits[h] - 1) + 1
+            line_i += self._quiet_lines(data[pos - 1 : start], lineno + line_i, offset + pos - 1, run.unstamped, out)
+            end = data.index(b"\n", hits[h] - 1)
+            self._line(LogicalLine(lineno + line_i, offset + start - 1, data[start:end].decode("ascii")), out)
+            pos, line_i = end + 1, line_i + 1
 
     def _quiet_state_clean(self) -> bool:
         """Whether a line with no event would change nothing but counts (and the clock)."""
