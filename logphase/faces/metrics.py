@@ -87,9 +87,12 @@ class ReportCollector:
         yield free
 
 
+_PHASE_INDEX = {p.value: i for i, p in enumerate(PHASE_ORDER)}
+
+
 def _latest(readings: dict[str, float]) -> tuple[str, float]:
     """The reading at the latest boundary: 'weight_loading_end' is after 'weight_loading_start'."""
-    order = {p.value: i for i, p in enumerate(PHASE_ORDER)}
+    order = _PHASE_INDEX
 
     def key(boundary: str) -> tuple[int, int]:
         phase, _, edge = boundary.rpartition("_")

@@ -66,11 +66,12 @@ def build_report(
         phase = Phase.LAUNCH
     ranks = sorted((r for r in run.tracks if r is not None), key=rank_sort_key)
     # startup ends at ready, even if the server failed later while serving
-    end_ts = run.ready_ts if ready else (failure_ts(run) if failure else run.last_ts)
+    failed_at = failure_ts(run) if failure else None
+    end_ts = run.ready_ts if ready else (failed_at if failure else run.last_ts)
     is_last = run is machine.run
     warnings = _warnings(machine, run, expect or {}, truncated_line if is_last else None, input_complete or not is_last)
     warnings.extend(_input_warnings(lines, since))
-    phases = _phases(run, failure)
+    phases = _phases(run, failure, failed_at)
     return Report(
         source=source,
         outcome=outcome,
@@ -209,9 +210,10 @@ def _silent_rank(run: Run, root: Incident, phase: Phase) -> str | None:
     ranks = {r for r in run.tracks if r is not None}
     if len(ranks) == 1:
         return next(iter(ranks))
-    heard = {i.event.rank for i in run.incidents if i is not root and i.event.line > root.event.line}
-    silent = ranks - {_named(r, run) for r in heard if r is not None}
-    return next(iter(silent)) if len(silent) == 1 and len(ranks) > 1 and heard & ranks else None
+    later = (i.event.rank for i in run.incidents if i is not root and i.event.line > root.event.line)
+    heard = {_named(r, run) for r in later if r is not None} & ranks
+    silent = ranks - heard
+    return next(iter(silent)) if heard and len(silent) == 1 else None
 
 
 def _named(rank: str | None, run: Run) -> str | None:
@@ -219,7 +221,7 @@ def _named(rank: str | None, run: Run) -> str | None:
     return resolve_rank(rank, (r for r in run.tracks if r is not None)) or rank
 
 
-def _phases(run: Run, failure: FailureReport | None) -> list[PhaseReport]:
+def _phases(run: Run, failure: FailureReport | None, failed_at: str | None) -> list[PhaseReport]:
     out: list[PhaseReport] = []
     last_ts = run.last_ts
     for phase in PHASE_ORDER:
@@ -264,7 +266,7 @@ def _phases(run: Run, failure: FailureReport | None) -> list[PhaseReport]:
         end = None if open_any and failure is None else (max(ends)[0] if ends else None)
         last_line = None if open_any and failure is None else (max(end_lines) if end_lines else None)
         if failure is not None and open_any:
-            end, last_line = failure_ts(run), failure.line
+            end, last_line = failed_at, failure.line
         if phase is Phase.LAUNCH:
             # the main process prints little after launching: launch ends where any rank starts work
             later = [

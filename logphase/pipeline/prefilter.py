@@ -96,21 +96,10 @@ class LiteralFinder:
     def __init__(self, literals: Iterable[str], use_hyperscan: bool = True) -> None:
         self.literals = sorted(set(literals), key=lambda s: (-len(s), s))
         encoded = [s.encode() for s in self.literals]
-        self._regex = re.compile(b"|".join(re.escape(s) for s in encoded))
-        self._db: Any = None
-        if use_hyperscan:
-            try:
-                import hyperscan
-            except ImportError:
-                return
-            db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-            db.compile(
-                expressions=[re.escape(s) for s in encoded],
-                ids=list(range(len(encoded))),
-                elements=len(encoded),
-                flags=[0] * len(encoded),
-            )
-            self._db = db
+        self._regex: re.Pattern[bytes] | None = None
+        self._db: Any = _hyperscan_database(encoded) if use_hyperscan else None
+        if self._db is None:
+            self._regex = re.compile(b"|".join(re.escape(s) for s in encoded))
 
     @property
     def engine(self) -> str:
@@ -118,7 +107,7 @@ class LiteralFinder:
 
     def line_hits(self, data: bytes) -> list[int]:
         """The offsets (in ``data``) where literal occurrences end, in order (some may repeat)."""
-        if self._db is None:
+        if self._regex is not None:
             return [m.end() for m in self._regex.finditer(data)]
         found: list[int] = []
 
@@ -128,6 +117,22 @@ class LiteralFinder:
         self._db.scan(data, match_event_handler=on_match)
         found.sort()
         return found
+
+
+def _hyperscan_database(encoded: list[bytes]) -> Any:
+    """A Hyperscan block database of the literals, or None when Hyperscan is not installed."""
+    try:
+        import hyperscan
+    except ImportError:
+        return None
+    db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    db.compile(
+        expressions=[re.escape(s) for s in encoded],
+        ids=list(range(len(encoded))),
+        elements=len(encoded),
+        flags=[0] * len(encoded),
+    )
+    return db
 
 
 @cache
