@@ -103,7 +103,9 @@ def idle_cpu(seconds: float, case: str = "starting") -> float:
         proc.stdin.flush()  # and kept open: the server has not exited
     else:
         until = ["--until", "eof"] if case == "failed-file" else []
-        proc = subprocess.Popen([sys.executable, "-m", "logphase", "follow", str(log), "--json", *until], stdout=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "logphase", "follow", str(log), "--json", *until], stdout=subprocess.DEVNULL
+        )
     time.sleep(3.0)  # start-up, and the open traceback's flush timeout, are not idleness
     ticks = os.sysconf("SC_CLK_TCK")
 

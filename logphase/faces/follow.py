@@ -98,7 +98,9 @@ class Follower:
         self._last_input = self._started
         self._phases_reported: set[Phase] = set()
         self._runs = 1
-        self._failure_reported = False
+        # the root cause last reported: (cause, line); a traceback reported at the flush timeout
+        # that then goes on may name another one, reported again as revised
+        self._failure_said: tuple[str, int] | None = None
         self._outcome_reported: str | None = None
         self._warnings_seen: set[tuple[str, int | None, str]] = set()
         self._stall_count = 0
@@ -235,7 +237,7 @@ class Follower:
                 out.extend(self._run_records(self.engine.report(expect, include_open=open_ok, run=self._runs), earlier=True))
             self._runs += 1
             self._phases_reported = set()
-            self._failure_reported = False
+            self._failure_said = None
             self._outcome_reported = None
             start = self.engine.report(run=self._runs).run_start_line if self._runs < r.runs else r.run_start_line
             out.append(RunRecord(runs=self._runs, line=start, message=f"a new run starts at line {start}"))
@@ -277,12 +279,15 @@ class Follower:
                     message=f"READY after {fmt_duration(total)}" if total is not None else "READY",
                 )
             )
-        if r.failure is not None and not self._failure_reported:
-            self._failure_reported = True
+        if r.failure is not None and self._failure_said != (r.failure.cause.value, r.failure.line):
             f = r.failure
+            revised = "revised: " if self._failure_said is not None else ""
+            self._failure_said = (f.cause.value, f.line)
             where = f.phase.value if f.phase else "unknown phase"
             out.append(
-                FailureRecord(failure=f, phase=f.phase, message=f"{f.cause.value} in {where}: {first_line(f.message, 200)}")
+                FailureRecord(
+                    failure=f, phase=f.phase, message=f"{revised}{f.cause.value} in {where}: {first_line(f.message, 200)}"
+                )
             )
         for w in r.warnings:
             key = (w.kind, w.line, w.message)
@@ -312,11 +317,7 @@ class Follower:
         return self.report.outcome == "starting" or self._quiet_runs is not None
 
     def _flush_due(self, now: float) -> bool:
-        return (
-            self.engine.has_open_records()
-            and not self._open_flushed
-            and now - self._last_input >= self.options.flush_timeout
-        )
+        return self.engine.has_open_records() and not self._open_flushed and now - self._last_input >= self.options.flush_timeout
 
     def _stall(self, now: float) -> list[FollowRecord]:
         if not self._stall_applies():
@@ -381,14 +382,38 @@ def follow_stream(
     """Follow a pipe or any readable binary stream. At the --until point the verdict is given at
     once; unless ``options.exit_at_verdict``, the stream is then read to its end (records go on:
     a failure while serving is still reported), so that a writer upstream never gets SIGPIPE,
-    and the summary comes at EOF with the verdict's exit code.
-    ``on_follower`` receives the Follower in use (for a summary if the caller is interrupted)."""
+    and the summary comes at EOF with the exit code of the verdict on the whole input (see
+    :meth:`Follower.exit_code`). ``on_follower`` receives the Follower in use (for a summary if
+    the caller is interrupted)."""
+    fd = stream.fileno()
+
+    def read(timeout: float) -> bytes | None:
+        ready, _, _ = select.select([fd], [], [], timeout)
+        if not ready:
+            return None
+        try:
+            return os.read(fd, READ_SIZE)
+        except BlockingIOError:  # a named pipe opened without blocking: nothing after all
+            return None
+
+    yield from follow_reads(read, options, source, clock, on_follower)
+
+
+def follow_reads(
+    read: Callable[[float], bytes | None],
+    options: FollowOptions | None = None,
+    source: str = "<stream>",
+    clock: Callable[[], float] = time.monotonic,
+    on_follower: Callable[[Follower], None] | None = None,
+) -> Iterator[FollowRecord]:
+    """The driver of :func:`follow_stream`, over ``read(timeout)``: it waits at most ``timeout``
+    seconds and returns the bytes that came, ``b""`` at the end of the input, or None when the
+    time passed. Input can be paced with a fake ``clock`` through it (as the tests do)."""
     options = options or FollowOptions()
     follower = Follower(source, options, now=clock())
     if on_follower:
         on_follower(follower)
     start = clock()
-    fd = stream.fileno()
     verdict: int | None = None
     while True:
         now = clock()
@@ -399,22 +424,18 @@ def follow_stream(
         wait = follower.next_deadline(now)
         if verdict is None and options.timeout is not None:
             wait = min(wait, max(0.0, options.timeout - (now - start)))
-        ready, _, _ = select.select([fd], [], [], min(wait, 3600.0))
+        data = read(min(wait, 3600.0))
         now = clock()
-        if ready:
-            try:
-                data = os.read(fd, READ_SIZE)
-            except BlockingIOError:  # a named pipe opened without blocking: nothing after all
-                continue
-            if not data:
-                # the exit code is the verdict on all the input (the report's outcome unless the
-                # --until point says otherwise), not the one printed when it was first known:
-                # what came later (a failure while serving) counts, as in `parse`
-                yield from follower.finish(clock())
-                return
-            yield from follower.feed(data, now)
-        else:
+        if data == b"":
+            # the exit code is the verdict on all the input (the report's outcome unless the
+            # --until point says otherwise), not the one printed when it was first known: what
+            # came later (a failure while serving) counts, as in `parse`
+            yield from follower.finish(now)
+            return
+        if data is None:
             yield from follower.tick(now)
+        else:
+            yield from follower.feed(data, now)
         reached = follower.exit_code() if verdict is None else None
         if reached is not None:
             verdict = reached
