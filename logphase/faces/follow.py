@@ -528,7 +528,7 @@ def follow_file(
                     at_byte=read.at_byte, message=f"{path} was deleted after byte {read.at_byte}; waiting for it to reappear"
                 )
             if read.change in (Change.ROTATED, Change.TRUNCATED):
-                follower = _successor(follower, path, options)
+                follower = _successor(follower, path, options, clock())
                 if on_follower:
                     on_follower(follower)
                 continue
@@ -586,6 +586,6 @@ def _follow_fifo(
         yield from follow_stream(stream, options, source=path, clock=clock, on_follower=on_follower)
 
 
-def _successor(old: Follower, path: str, options: FollowOptions) -> Follower:
+def _successor(old: Follower, path: str, options: FollowOptions, now: float) -> Follower:
     old.engine.finish()
-    return Follower(path, options)
+    return Follower(path, options, now=now)
