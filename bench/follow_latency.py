@@ -89,8 +89,9 @@ FAILED_LOG = Path(__file__).resolve().parent.parent / "fixtures" / "logs" / "kv_
 
 def idle_cpu(seconds: float, case: str = "starting") -> float:
     """CPU use (percent of one core) of a follow left idle: ``starting`` on a file that holds a
-    server's first line; ``failed-file`` / ``failed-pipe`` after a failure verdict whose traceback
-    is the last thing written (the file followed with --until eof, the pipe kept open)."""
+    server's first line; ``failed-file`` / ``failed-sidecar`` / ``failed-pipe`` after a failure
+    verdict whose traceback is the last thing written (the file followed with --until eof, the
+    same as a metrics sidecar with --metrics-port, the pipe kept open)."""
     tmp = Path(tempfile.mkdtemp())
     log = tmp / "server.log"
     log.write_bytes(HEAD.encode() if case == "starting" else FAILED_LOG.read_bytes())
@@ -102,7 +103,7 @@ def idle_cpu(seconds: float, case: str = "starting") -> float:
         proc.stdin.write(log.read_bytes())
         proc.stdin.flush()  # and kept open: the server has not exited
     else:
-        until = ["--until", "eof"] if case == "failed-file" else []
+        until = {"failed-file": ["--until", "eof"], "failed-sidecar": ["--metrics-port", "0"]}.get(case, [])
         proc = subprocess.Popen(
             [sys.executable, "-m", "logphase", "follow", str(log), "--json", *until], stdout=subprocess.DEVNULL
         )
@@ -121,7 +122,7 @@ def idle_cpu(seconds: float, case: str = "starting") -> float:
     return 100.0 * (c1 - c0) / (t1 - t0)
 
 
-IDLE_CASES = ("starting", "failed-file", "failed-pipe")
+IDLE_CASES = ("starting", "failed-file", "failed-sidecar", "failed-pipe")
 
 
 def main() -> int:
