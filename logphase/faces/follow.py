@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
-from logphase.faces.exit_codes import EXIT_STARTING, OUTCOME_EXIT
+from logphase.faces.exit_codes import EXIT_INTERRUPTED, EXIT_STARTING, OUTCOME_EXIT
 from logphase.faces.follow_records import (
     DeletedRecord,
     DrainingRecord,
@@ -176,6 +176,8 @@ class Follower:
         """Why ``code`` is not the report's own outcome's code (``--until ready`` on a server that
         failed later, while serving), so that a summary never seems to contradict its exit code;
         None when it is."""
+        if code == EXIT_INTERRUPTED:
+            return "exit 130: interrupted"
         if self.stale or code == OUTCOME_EXIT[self.report.outcome]:
             return None
         until = self.options.until

@@ -163,8 +163,9 @@ def run(args: argparse.Namespace) -> int:
         # the summary of what was read so far (the input ends here: a partial last line is read),
         # then the conventional exit code
         if current:
-            for record in current[-1].finish():
+            for record in current[-1].end_of_input():
                 write(record)
+            write(current[-1].summary(EXIT_INTERRUPTED))  # its exit code is the one returned
         sys.stderr.write("logphase: interrupted\n")
         out.flush()
         return EXIT_INTERRUPTED
