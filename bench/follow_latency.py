@@ -2,10 +2,14 @@
 
     python bench/follow_latency.py [--lines 400] [--interval 0.01] [--idle 5]
 
+    python bench/follow_latency.py --idle-only   # only the idle CPU figures
+
 A writer appends lines to a file (and, separately, to a pipe) at a steady pace; each line makes
 follow print one record (a distinct `ignored_parameter` warning). The record's arrival time minus
-the line's write time is the latency. Then follow watches an unchanging file and we read its CPU
-time from /proc. Prints medians and p99, writes bench/out/follow_latency.json.
+the line's write time is the latency. Then follow is left idle and we read its CPU time from
+/proc: on an unchanging file while starting, and after a failure verdict whose traceback is the
+last thing written (a file followed with --until eof, as the metrics sidecar does, and a pipe
+kept open), the case that used to spin. Prints medians and p99, writes bench/out/follow_latency.json.
 """
 
 from __future__ import annotations
@@ -80,12 +84,30 @@ def measure(mode: str, n: int, interval: float) -> list[float]:
     return [(arrivals[i] - sent[i]) * 1000 for i in sorted(arrivals)]
 
 
-def idle_cpu(seconds: float) -> float:
+FAILED_LOG = Path(__file__).resolve().parent.parent / "fixtures" / "logs" / "kv_cache_insufficient.log"
+
+
+def idle_cpu(seconds: float, case: str = "starting") -> float:
+    """CPU use (percent of one core) of a follow left idle: ``starting`` on a file that holds a
+    server's first line; ``failed-file`` / ``failed-sidecar`` / ``failed-pipe`` after a failure
+    verdict whose traceback is the last thing written (the file followed with --until eof, the
+    same as a metrics sidecar with --metrics-port, the pipe kept open)."""
     tmp = Path(tempfile.mkdtemp())
     log = tmp / "server.log"
-    log.write_text(HEAD)
-    proc = subprocess.Popen([sys.executable, "-m", "logphase", "follow", str(log), "--json"], stdout=subprocess.DEVNULL)
-    time.sleep(1.5)  # start-up is not idleness
+    log.write_bytes(HEAD.encode() if case == "starting" else FAILED_LOG.read_bytes())
+    if case == "failed-pipe":
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "logphase", "follow", "--json"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL
+        )
+        assert proc.stdin is not None
+        proc.stdin.write(log.read_bytes())
+        proc.stdin.flush()  # and kept open: the server has not exited
+    else:
+        until = {"failed-file": ["--until", "eof"], "failed-sidecar": ["--metrics-port", "0"]}.get(case, [])
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "logphase", "follow", str(log), "--json", *until], stdout=subprocess.DEVNULL
+        )
+    time.sleep(3.0)  # start-up, and the open traceback's flush timeout, are not idleness
     ticks = os.sysconf("SC_CLK_TCK")
 
     def cpu() -> float:
@@ -100,14 +122,18 @@ def idle_cpu(seconds: float) -> float:
     return 100.0 * (c1 - c0) / (t1 - t0)
 
 
+IDLE_CASES = ("starting", "failed-file", "failed-sidecar", "failed-pipe")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--lines", type=int, default=400)
     ap.add_argument("--interval", type=float, default=0.01)
     ap.add_argument("--idle", type=float, default=5.0)
+    ap.add_argument("--idle-only", action="store_true", help="measure only the idle CPU")
     args = ap.parse_args()
     results: dict[str, object] = {}
-    for mode in ("pipe", "file"):
+    for mode in () if args.idle_only else ("pipe", "file"):
         lat = sorted(measure(mode, args.lines, args.interval))
         p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))]
         results[mode] = {
@@ -117,9 +143,10 @@ def main() -> int:
             "max_ms": round(lat[-1], 2),
         }
         print(f"{mode:5} {len(lat)} records: median {statistics.median(lat):.2f} ms, p99 {p99:.2f} ms, max {lat[-1]:.2f} ms")
-    cpu = idle_cpu(args.idle)
-    results["idle_cpu_percent"] = round(cpu, 3)
-    print(f"idle CPU over {args.idle:g} s: {cpu:.3f} %")
+    for case in IDLE_CASES:
+        cpu = idle_cpu(args.idle, case)
+        results["idle_cpu_percent" if case == "starting" else f"idle_cpu_percent_{case}"] = round(cpu, 3)
+        print(f"idle CPU over {args.idle:g} s ({case}): {cpu:.3f} %")
     out = Path(__file__).resolve().parent / "out"
     out.mkdir(exist_ok=True)
     (out / "follow_latency.json").write_text(json.dumps(results, indent=2))

@@ -12,10 +12,11 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from logphase.faces.follow import Follower, FollowOptions
+from logphase.faces.follow import Follower, FollowOptions, follow_file
+from logphase.faces.follow_records import FollowRecord, PhaseRecord, SummaryRecord, TimeoutRecord
 from tests.logs import kv_failure, tp2_startup
 
 DEADLINE = 30.0
@@ -410,3 +411,120 @@ def test_cat_into_follow_prints_every_phase() -> None:
     recs = [json.loads(line) for line in proc.stdout.splitlines()]
     order = ["launch", "distributed_init", "weight_loading", "memory_pool", "cuda_graph_capture", "warmup", "ready"]
     assert phases(recs) == order and proc.returncode == 0
+
+
+# -- a file by name, driven in-process: each poll's pause runs the next step of a script --------------
+
+
+def follow_scripted(path: Path, steps: list[Callable[[], None]], until: str = "outcome") -> list[FollowRecord]:
+    """follow_file with a fake clock; its n-th pause between polls runs ``steps[n]`` (nothing once
+    they are done, and --timeout then ends it)."""
+    clock = [0.0]
+    pauses = iter(steps)
+
+    def sleep(seconds: float) -> None:
+        clock[0] += max(seconds, 0.01)
+        step = next(pauses, None)
+        if step is not None:
+            step()
+
+    options = FollowOptions(until=until, timeout=600.0)
+    return list(follow_file(str(path), options, clock=lambda: clock[0], sleep=sleep))
+
+
+def test_truncate_and_rewrite_longer_is_seen(tmp_path: Path) -> None:
+    """The server restarts and its new run is already longer than what was read when we look:
+    the file's first bytes changed, so it is a truncation, and the new run is read from its start."""
+    log = tmp_path / "server.log"
+    log.write_text("\n".join(tp2_startup(ready=False).splitlines()[:5]) + "\n")
+    rewritten = tp2_startup().replace("2026-05-09 09:2", "2026-05-09 10:2")  # the new run's own stamps
+
+    def rewrite() -> None:
+        log.write_text(rewritten)  # truncate and write, between two polls
+
+    recs = follow_scripted(log, [rewrite])
+    kinds = [r.kind for r in recs]
+    assert "truncated" in kinds
+    after = recs[kinds.index("truncated") + 1 :]
+    assert next(r.phase.value for r in after if isinstance(r, PhaseRecord)) == "launch"  # launch is not lost
+    assert (
+        isinstance(recs[-1], SummaryRecord)
+        and recs[-1].exit_code == 0
+        and str(recs[-1].report.phases[0].start).startswith("2026-05-09T10")
+    )
+
+
+def test_deleted_file_is_said_and_its_return_awaited(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_text(tp2_startup(ready=False))
+
+    def nothing() -> None:
+        pass
+
+    def reappear() -> None:
+        log.write_text(tp2_startup())
+
+    recs = follow_scripted(log, [log.unlink, nothing, nothing, reappear])
+    kinds = [r.kind for r in recs]
+    assert kinds.count("deleted") == 1 and kinds.index("deleted") < kinds.index("rotated")
+    assert isinstance(recs[-1], SummaryRecord) and recs[-1].exit_code == 0
+
+
+def test_deleted_file_without_return_times_out_with_the_record(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_text(tp2_startup(ready=False))
+    recs = follow_scripted(log, [log.unlink])
+    kinds = [r.kind for r in recs]
+    assert kinds.count("deleted") == 1 and kinds[-1] == "timeout"
+
+
+def test_file_timeout_reads_the_partial_last_line(tmp_path: Path) -> None:
+    """On a file by name the end of the input is the timeout: the last line without a newline is
+    then read (not before: the server may still be writing it)."""
+    log = tmp_path / "server.log"
+    text = tp2_startup(ready=False).rstrip("\n")
+    log.write_text(text)
+    recs = follow_scripted(log, [], until="eof")
+    timeout = recs[-1]
+    assert isinstance(timeout, TimeoutRecord)
+    assert timeout.report.lines.total == len(text.splitlines())
+
+
+# -- a named pipe, and a reader that goes away ----------------------------------------------------------
+
+
+def test_fifo_by_name_is_read_as_a_pipe(tmp_path: Path) -> None:
+    fifo = tmp_path / "server.fifo"
+    os.mkfifo(fifo)
+    proc = follow(str(fifo))
+    with open(fifo, "wb") as writer:  # opens once follow has opened it for reading
+        writer.write(kv_failure().encode())
+    recs, code = run_to_end(proc)
+    assert code == 1 and recs[-1]["kind"] == "summary"
+    assert "kv_cache_insufficient_memory" in [r["failure"]["cause"] for r in recs if r["kind"] == "failure"]  # type: ignore[index]
+
+
+def test_fifo_without_writer_honours_the_timeout(tmp_path: Path) -> None:
+    fifo = tmp_path / "server.fifo"
+    os.mkfifo(fifo)
+    recs, code = run_to_end(follow(str(fifo), "--timeout", "0.5"))
+    assert code == 124 and recs[-1]["kind"] == "timeout"
+
+
+def test_closed_stdout_never_exits_ready() -> None:
+    """`logphase follow | head -1` on a log that fails: the exit code is 141 (output closed), never 0."""
+    read_end, write_end = os.pipe()
+    proc = follow(stdin=read_end)
+    os.close(read_end)
+    first, *rest = lines_of(kv_failure())
+    os.write(write_end, first)
+    assert proc.stdout is not None
+    proc.stdout.readline()
+    proc.stdout.close()  # what `| head -1` does
+    for line in rest:
+        os.write(write_end, line)
+    os.close(write_end)
+    proc.wait(timeout=DEADLINE)
+    assert proc.stderr is not None
+    err = proc.stderr.read()
+    assert proc.returncode == 141 and b"Traceback" not in err

@@ -4,14 +4,19 @@ log grows, and read back with prometheus_client's own parser."""
 from __future__ import annotations
 
 import re
+import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from logphase.faces.metrics import RANK_CAP, ReportCollector, rank_cap, start
+from logphase.pipeline.engine import parse_file
+from logphase.pipeline.report import Report
 from tests.conftest import FIXTURES
 
 
@@ -94,3 +99,76 @@ def test_a_port_in_use_is_one_line_and_exit_2(tmp_path: Path) -> None:
             timeout=60,
         )
     assert done.returncode == 2 and b"cannot listen" in done.stderr and b"Traceback" not in done.stderr
+
+
+# -- bounded whatever the log or the clients do -----------------------------------------------------------
+
+
+def _report_with_ranks(count: int, tp_size: int | None) -> Report:
+    report = parse_file(FIXTURES / "tp1_success.log")
+    config = {k: v for k, v in report.config.items() if k not in ("tp_size", "pp_size", "dp_size")}
+    if tp_size is not None:
+        config["tp_size"] = tp_size
+    memory = report.memory.model_copy(update={"avail_gb": {f"TP{i}": {"weight_loading_end": 20.0} for i in range(count)}})
+    return report.model_copy(update={"config": config, "memory": memory})
+
+
+def _collected(report: Report) -> dict[str, list[float]]:
+    out: dict[str, list[float]] = {}
+    for family in ReportCollector(lambda: (report, None), "test").collect():
+        out[family.name] = [sample.value for sample in family.samples]
+    return out
+
+
+def test_per_rank_series_are_bounded_by_the_world_size() -> None:
+    got = _collected(_report_with_ranks(10_000, tp_size=8))
+    assert len(got["logphase_gpu_free_bytes"]) == 8 and got["logphase_ranks_omitted"] == [9_992.0]
+    unknown = _collected(_report_with_ranks(10_000, tp_size=None))
+    assert len(unknown["logphase_gpu_free_bytes"]) == RANK_CAP and unknown["logphase_ranks_omitted"] == [10_000.0 - RANK_CAP]
+    series = sum(len(values) for values in unknown.values())
+    assert series < RANK_CAP + 40  # 10,015 before the bound
+    whole = _collected(_report_with_ranks(2, tp_size=2))
+    assert len(whole["logphase_gpu_free_bytes"]) == 2 and whole["logphase_ranks_omitted"] == [0.0]
+
+
+def test_rank_cap_multiplies_the_parallel_sizes() -> None:
+    assert rank_cap({"tp_size": 8, "pp_size": 2, "dp_size": "2"}) == 32
+    assert rank_cap({"pp_size": 4}) == RANK_CAP  # no tp_size: the world size is not known
+    assert rank_cap({"tp_size": "x"}) == RANK_CAP
+
+
+def test_metrics_listen_on_localhost_by_default() -> None:
+    from logphase.faces.cli import _build_parser
+
+    parser, _ = _build_parser()
+    args = parser.parse_args(["follow", "x.log", "--metrics-port", "0"])
+    assert args.metrics_host == "127.0.0.1"
+
+
+def test_idle_connections_are_closed_and_their_threads_end() -> None:
+    """Each connection holds a thread: clients that connect and say nothing are dropped after the
+    idle timeout, and the thread count comes back."""
+    server = start(0, lambda: (None, None), "127.0.0.1", idle_timeout=0.5)
+    port = int(server.server_address[1])
+    try:
+        scrape(port)  # a scrape works, and its thread is gone once it is served
+        before = threading.active_count()
+        idle = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(5)]
+        try:
+            deadline = time.monotonic() + 30
+            while threading.active_count() < before + 5 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert threading.active_count() >= before + 5  # a thread each, while they idle
+            # each is closed by the server: reading gives EOF
+            for conn in idle:
+                assert conn.recv(1) == b""
+            while threading.active_count() > before and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert threading.active_count() == before
+        finally:
+            for conn in idle:
+                conn.close()
+        assert "logphase_outcome" in scrape(port)
+    finally:
+        server.shutdown()
+        server.server_close()

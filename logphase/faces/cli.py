@@ -2,7 +2,7 @@
 ``NAME``, ``HELP``, ``add_arguments(parser)`` and ``run(args) -> exit code``.
 
 Exit codes (``logphase/faces/exit_codes.py``): 0 ready, 1 failed, 3 still starting, 2 usage or
-input error, 124 ``follow --timeout`` ran out, 130 interrupted.
+input error, 124 ``follow --timeout`` ran out, 130 interrupted, 141 output closed by its reader.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from logphase.faces.commands import check, compare, follow, parse, report, schema
-from logphase.faces.exit_codes import EXIT_INTERRUPTED, EXIT_READY, EXIT_USAGE
+from logphase.faces.exit_codes import EXIT_INTERRUPTED, EXIT_OUTPUT_CLOSED, EXIT_USAGE
 from logphase.faces.inputs import InputError
 
 # in the order `logphase --help` lists them
@@ -29,7 +29,7 @@ def _build_parser() -> tuple[argparse.ArgumentParser, dict[str, ModuleType]]:
         description="Read an SGLang server log: the startup phase it reached, how long each phase took, "
         "and, if startup failed, the root cause and what to change.",
         epilog="exit codes: 0 ready, 1 failed, 3 still starting, 2 usage or input error, "
-        "124 follow --timeout ran out, 130 interrupted",
+        "124 follow --timeout ran out, 130 interrupted, 141 output closed (| head)",
     )
     parser.add_argument("--version", action="version", version=f"logphase {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -57,10 +57,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("logphase: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:
-        # the reader went away (| head): not an error of ours; keep Python from complaining at exit
+        # the reader went away (| head): no traceback, and not a verdict either (0 would say
+        # ready): the code a shell gives a process killed by SIGPIPE
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
-        return EXIT_READY
+        return EXIT_OUTPUT_CLOSED
 
 
 def entry_point() -> None:

@@ -8,15 +8,18 @@ without busy waiting: ``select`` on pipes, a short sleep between polls on files.
 
 from __future__ import annotations
 
+import math
 import os
 import select
+import stat
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
-from logphase.faces.exit_codes import EXIT_STARTING, OUTCOME_EXIT
+from logphase.faces.exit_codes import EXIT_INTERRUPTED, EXIT_STARTING, OUTCOME_EXIT
 from logphase.faces.follow_records import (
+    DeletedRecord,
     DrainingRecord,
     FailureRecord,
     FollowRecord,
@@ -33,10 +36,10 @@ from logphase.faces.follow_records import (
     WarningRecord,
 )
 from logphase.faces.tail import Change, FileTail
-from logphase.faces.wording import first_line, headline
+from logphase.faces.wording import first_line, fmt_duration, headline
 from logphase.pipeline.engine import Engine
 from logphase.pipeline.phases import PHASE_ORDER, Phase
-from logphase.pipeline.report import Report
+from logphase.pipeline.report import PhaseReport, Report
 from logphase.pipeline.runs import seconds_between
 
 # How long silence is normal, per phase, before a stall is reported (seconds). Weight loading of a
@@ -95,12 +98,16 @@ class Follower:
         self._last_input = self._started
         self._phases_reported: set[Phase] = set()
         self._runs = 1
-        self._failure_reported = False
+        # the root cause last reported: (cause, line); a traceback reported at the flush timeout
+        # that then goes on may name another one, reported again as revised
+        self._failure_said: tuple[str, int] | None = None
         self._outcome_reported: str | None = None
         self._warnings_seen: set[tuple[str, int | None, str]] = set()
         self._stall_count = 0
         self._last_line_text = ""
         self._quiet_runs: int | None = None  # set when the content is a stale, finished run
+        # the open records were reported at the flush timeout: nothing more is due until new input
+        self._open_flushed = False
         self.report: Report = self.engine.report(options.expect)
 
     @property
@@ -120,6 +127,7 @@ class Follower:
             return []
         self._last_input = now
         self._stall_count = 0
+        self._open_flushed = False
         tail = data.rstrip(b"\r\n").rsplit(b"\n", 1)[-1].rsplit(b"\r", 1)[-1]
         if tail:
             self._last_line_text = tail[-300:].decode("utf-8", "replace")
@@ -131,28 +139,51 @@ class Follower:
     def tick(self, now: float) -> list[FollowRecord]:
         """Clock only: flush timeouts and stall records."""
         out: list[FollowRecord] = []
-        if self.engine.has_open_records() and now - self._last_input >= self.options.flush_timeout:
+        if self._flush_due(now):
+            self._open_flushed = True
             out.extend(self._changes(now, include_open=True))
         out.extend(self._stall(now))
         return out
 
-    def finish(self) -> list[FollowRecord]:
-        self.engine.finish()
-        out = self._changes(time.monotonic())
+    def finish(self, now: float | None = None) -> list[FollowRecord]:
+        """The input has ended: its last records, then the summary."""
+        out = self.end_of_input(now)
         out.append(self.summary())
         return out
+
+    def end_of_input(self, now: float | None = None) -> list[FollowRecord]:
+        """No more input will be read (EOF on a pipe; on a file by name, the timeout or an
+        interrupt): only now is a partial last line read as a line (the engine is finished; while
+        the input may still grow, the rest of that line is waited for). Returns the records that
+        brings; later calls bring none."""
+        self.engine.finish()
+        return self._changes(time.monotonic() if now is None else now)
 
     def summary(self, exit_code: int | None = None) -> SummaryRecord:
         """The closing record: the report, and the exit code a launch script should see."""
         code = exit_code if exit_code is not None else self.exit_code()
         if code is None:
             code = EXIT_STARTING if self.stale else OUTCOME_EXIT[self.report.outcome]
+        why = self.exit_reason(code)
         return SummaryRecord(
             exit_code=code,
             stale=self.stale,
             report=self.report,
-            message=headline(self.report) + (" (stale: an earlier run)" if self.stale else ""),
+            message=headline(self.report) + (" (stale: an earlier run)" if self.stale else "") + (f"; {why}" if why else ""),
         )
+
+    def exit_reason(self, code: int) -> str | None:
+        """Why ``code`` is not the report's own outcome's code (``--until ready`` on a server that
+        failed later, while serving), so that a summary never seems to contradict its exit code;
+        None when it is."""
+        if code == EXIT_INTERRUPTED:
+            return "exit 130: interrupted"
+        if self.stale or code == OUTCOME_EXIT[self.report.outcome]:
+            return None
+        until = self.options.until
+        if code == 0 and until not in ("outcome", "eof", "failed"):
+            return f"exit 0: {until} was reached before the failure (--until {until})"
+        return f"exit {code}: the --until {until} point"
 
     def mark_stale(self, age_s: float) -> StaleRecord:
         """The file ends in a finished run and was not written since before following began: its
@@ -170,19 +201,27 @@ class Follower:
     # -- decisions --------------------------------------------------------------------------------
 
     def exit_code(self) -> int | None:
-        """The exit code once the --until point is reached (or the outcome rules it out)."""
+        """The verdict, once the --until point is reached (or a failure rules it out); None before.
+
+        It depends only on the report of the run being followed, never on how the input was cut
+        into reads or paced: ``outcome``: 0 ready, 1 failed (the state of what was read);
+        ``ready`` or a phase: 0 once it was reached before any failure (a failure while serving
+        comes after ready: still 0), 1 when the run failed before it; ``failed``: 1 once failed;
+        ``eof``: none (the end of the input decides). At the end of a pipe the exit code is this
+        verdict, or else the report's outcome (0, 1, 3), as ``parse`` says on the same bytes."""
         r = self.report
         if self.stale:
             return None
         until = self.options.until
-        if r.outcome == "failed":
-            return 1 if until != "eof" else None
-        if until == "eof" or until == "failed":
+        if until == "eof":
             return None
-        if until in ("outcome", "ready"):
-            return 0 if r.outcome == "ready" else None
-        target = Phase(until)
-        return 0 if _phase_index(r.phase) >= _phase_index(target) else None
+        if until == "failed":
+            return 1 if r.outcome == "failed" else None
+        if until == "outcome":
+            return OUTCOME_EXIT[r.outcome] if r.outcome != "starting" else None
+        if _reached_before_failure(r, Phase(until)):
+            return 0
+        return 1 if r.outcome == "failed" else None
 
     # -- internals --------------------------------------------------------------------------------
 
@@ -200,7 +239,7 @@ class Follower:
                 out.extend(self._run_records(self.engine.report(expect, include_open=open_ok, run=self._runs), earlier=True))
             self._runs += 1
             self._phases_reported = set()
-            self._failure_reported = False
+            self._failure_said = None
             self._outcome_reported = None
             start = self.engine.report(run=self._runs).run_start_line if self._runs < r.runs else r.run_start_line
             out.append(RunRecord(runs=self._runs, line=start, message=f"a new run starts at line {start}"))
@@ -227,12 +266,30 @@ class Follower:
                     message=p.name.value + (f" (first: {first_rank})" if first_rank else ""),
                 )
             )
-        if r.failure is not None and not self._failure_reported:
-            self._failure_reported = True
+        ready = _ready_phase(r)
+        if r.failure is not None and ready is not None and self._outcome_reported is None and _before_failure(ready, r):
+            # ready, then failed while serving: the ready verdict comes first, as it would have
+            # if the failure had been read later (the records do not depend on the reads' sizes)
+            self._outcome_reported = "ready"
+            total = seconds_between(r.phases[0].start, ready.start)
+            out.append(
+                OutcomeRecord(
+                    outcome="ready",
+                    ts=ready.start,
+                    total_startup_s=total,
+                    run=self._runs,
+                    message=f"READY after {fmt_duration(total)}" if total is not None else "READY",
+                )
+            )
+        if r.failure is not None and self._failure_said != (r.failure.cause.value, r.failure.line):
             f = r.failure
+            revised = "revised: " if self._failure_said is not None else ""
+            self._failure_said = (f.cause.value, f.line)
             where = f.phase.value if f.phase else "unknown phase"
             out.append(
-                FailureRecord(failure=f, phase=f.phase, message=f"{f.cause.value} in {where}: {first_line(f.message, 200)}")
+                FailureRecord(
+                    failure=f, phase=f.phase, message=f"{revised}{f.cause.value} in {where}: {first_line(f.message, 200)}"
+                )
             )
         for w in r.warnings:
             key = (w.kind, w.line, w.message)
@@ -257,8 +314,15 @@ class Follower:
             return self.options.stall_after
         return float(DEFAULT_STALL_AFTER.get(self.report.phase, 300.0))
 
+    def _stall_applies(self) -> bool:
+        """Silence is news only while starting (or waiting for a new run after a stale one)."""
+        return self.report.outcome == "starting" or self._quiet_runs is not None
+
+    def _flush_due(self, now: float) -> bool:
+        return self.engine.has_open_records() and not self._open_flushed and now - self._last_input >= self.options.flush_timeout
+
     def _stall(self, now: float) -> list[FollowRecord]:
-        if self.report.outcome != "starting" and self._quiet_runs is None:
+        if not self._stall_applies():
             return []
         silent = now - self._last_input
         threshold = self._stall_threshold()
@@ -280,16 +344,34 @@ class Follower:
         ]
 
     def next_deadline(self, now: float) -> float:
-        """Seconds until something may be due without new input (flush or stall)."""
-        waits = [self._stall_threshold() * (1 << self._stall_count) - (now - self._last_input)]
-        if self.engine.has_open_records():
-            waits.append(self.options.flush_timeout - (now - self._last_input))
+        """Seconds until something may be due without new input (the open records' flush, or a
+        stall record); ``math.inf`` when nothing can be (a verdict is in and the open records were
+        flushed): a driver then sleeps until input comes. Zero only while something is due, and
+        ``tick`` then does it, so that a driver never polls in a loop."""
+        silent = now - self._last_input
+        waits = [math.inf]
+        if self._stall_applies():
+            waits.append(self._stall_threshold() * (1 << self._stall_count) - silent)
+        if self.engine.has_open_records() and not self._open_flushed:
+            waits.append(self.options.flush_timeout - silent)
         return max(0.0, min(waits))
 
 
 # -- drivers -------------------------------------------------------------------------------------
 
 READ_SIZE = 1 << 20
+
+
+def _draining_message(follower: Follower, verdict: int) -> str:
+    until = follower.options.until
+    if until in ("outcome", "failed"):
+        rule = f"the state of the whole input, as `parse` says on it ({verdict} so far)"
+    else:
+        rule = f"0 if {until} was reached before any failure ({verdict} so far)"
+    return (
+        f"{headline(follower.report)}; reading the input to its end so that its writer keeps running; the exit code "
+        f"is then {rule}; --exit-at-verdict leaves now"
+    )
 
 
 def follow_stream(
@@ -302,45 +384,67 @@ def follow_stream(
     """Follow a pipe or any readable binary stream. At the --until point the verdict is given at
     once; unless ``options.exit_at_verdict``, the stream is then read to its end (records go on:
     a failure while serving is still reported), so that a writer upstream never gets SIGPIPE,
-    and the summary comes at EOF with the verdict's exit code.
-    ``on_follower`` receives the Follower in use (for a summary if the caller is interrupted)."""
+    and the summary comes at EOF with the exit code of the verdict on the whole input (see
+    :meth:`Follower.exit_code`). ``on_follower`` receives the Follower in use (for a summary if
+    the caller is interrupted)."""
+    fd = stream.fileno()
+
+    def read(timeout: float) -> bytes | None:
+        ready, _, _ = select.select([fd], [], [], timeout)
+        if not ready:
+            return None
+        try:
+            return os.read(fd, READ_SIZE)
+        except BlockingIOError:  # a named pipe opened without blocking: nothing after all
+            return None
+
+    yield from follow_reads(read, options, source, clock, on_follower)
+
+
+def follow_reads(
+    read: Callable[[float], bytes | None],
+    options: FollowOptions | None = None,
+    source: str = "<stream>",
+    clock: Callable[[], float] = time.monotonic,
+    on_follower: Callable[[Follower], None] | None = None,
+) -> Iterator[FollowRecord]:
+    """The driver of :func:`follow_stream`, over ``read(timeout)``: it waits at most ``timeout``
+    seconds and returns the bytes that came, ``b""`` at the end of the input, or None when the
+    time passed. Input can be paced with a fake ``clock`` through it (as the tests do)."""
     options = options or FollowOptions()
     follower = Follower(source, options, now=clock())
     if on_follower:
         on_follower(follower)
     start = clock()
-    fd = stream.fileno()
     verdict: int | None = None
     while True:
         now = clock()
         if verdict is None and options.timeout is not None and now - start >= options.timeout:
+            yield from follower.end_of_input(now)
             yield _timeout_record(follower, now - start)
             return
         wait = follower.next_deadline(now)
         if verdict is None and options.timeout is not None:
             wait = min(wait, max(0.0, options.timeout - (now - start)))
-        ready, _, _ = select.select([fd], [], [], min(wait, 3600.0))
+        data = read(min(wait, 3600.0))
         now = clock()
-        if ready:
-            data = os.read(fd, READ_SIZE)
-            if not data:
-                yield from follower.finish()[:-1]
-                yield follower.summary(verdict)
-                return
-            yield from follower.feed(data, now)
-        else:
+        if data == b"":
+            # the exit code is the verdict on all the input (the report's outcome unless the
+            # --until point says otherwise), not the one printed when it was first known: what
+            # came later (a failure while serving) counts, as in `parse`
+            yield from follower.finish(now)
+            return
+        if data is None:
             yield from follower.tick(now)
+        else:
+            yield from follower.feed(data, now)
         reached = follower.exit_code() if verdict is None else None
         if reached is not None:
             verdict = reached
             if options.exit_at_verdict:
                 yield follower.summary()
                 return
-            yield DrainingRecord(
-                exit_code=verdict,
-                message=f"{headline(follower.report)}; reading the input to its end so that its writer keeps running "
-                f"(exit code {verdict} then; --exit-at-verdict leaves now)",
-            )
+            yield DrainingRecord(exit_code=verdict, message=_draining_message(follower, verdict))
 
 
 def follow_file(
@@ -354,6 +458,10 @@ def follow_file(
     truncation (a new Follower: line numbers restart with the file) and rotation (the old file is
     read to its end first)."""
     options = options or FollowOptions()
+    if _is_fifo(path):
+        # a named pipe is a pipe: read as a stream (no seeking, no truncation, EOF when its writer closes)
+        yield from _follow_fifo(path, options, clock, on_follower)
+        return
     tail = FileTail(path, options.poll_interval, event_driven=sleep is time.sleep)
     # with inotify, wake at least this often anyway (network filesystems send no events)
     recheck = 1.0 if tail.event_driven else options.poll_interval
@@ -378,6 +486,7 @@ def follow_file(
         while True:
             now = clock()
             if options.timeout is not None and now - start >= options.timeout:
+                yield from follower.end_of_input(now)
                 yield _timeout_record(follower, now - start)
                 return
             read = tail.read(READ_SIZE)
@@ -416,8 +525,12 @@ def follow_file(
                 yield TruncatedRecord(
                     at_byte=read.at_byte, message=f"{path} was truncated at byte {read.at_byte}; reading it again from its start"
                 )
-            if read.change is not None:
-                follower = _successor(follower, path, options)
+            elif read.change is Change.DELETED:
+                yield DeletedRecord(
+                    at_byte=read.at_byte, message=f"{path} was deleted after byte {read.at_byte}; waiting for it to reappear"
+                )
+            if read.change in (Change.ROTATED, Change.TRUNCATED):
+                follower = _successor(follower, path, options, clock())
                 if on_follower:
                     on_follower(follower)
                 continue
@@ -429,8 +542,27 @@ def follow_file(
 
 
 def _ready_ts(report: Report) -> str | None:
-    ready = next((p for p in report.phases if p.name is Phase.READY), None)
+    ready = _ready_phase(report)
     return ready.start if ready is not None else None
+
+
+def _ready_phase(report: Report) -> PhaseReport | None:
+    return next((p for p in report.phases if p.name is Phase.READY), None)
+
+
+def _before_failure(phase: PhaseReport, report: Report) -> bool:
+    """The phase was entered before the run's failure (in the order of the lines), if any."""
+    f = report.failure
+    if f is None:
+        return True
+    if phase.first_line is not None:
+        return phase.first_line < f.line
+    return f.phase is not None and _phase_index(f.phase) >= _phase_index(phase.name)
+
+
+def _reached_before_failure(report: Report, target: Phase) -> bool:
+    """``target`` or a later phase was entered, before the failure if the run failed."""
+    return any(_phase_index(p.name) >= _phase_index(target) and _before_failure(p, report) for p in report.phases)
 
 
 def _timeout_record(follower: Follower, waited: float) -> TimeoutRecord:
@@ -439,6 +571,23 @@ def _timeout_record(follower: Follower, waited: float) -> TimeoutRecord:
     )
 
 
-def _successor(old: Follower, path: str, options: FollowOptions) -> Follower:
+def _is_fifo(path: str) -> bool:
+    try:
+        return stat.S_ISFIFO(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _follow_fifo(
+    path: str, options: FollowOptions, clock: Callable[[], float], on_follower: Callable[[Follower], None] | None
+) -> Iterator[FollowRecord]:
+    # O_NONBLOCK: opening does not wait for a writer (--timeout holds); select() then waits for
+    # the first writer's data, and reports EOF once the writers are gone (Linux semantics)
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb", buffering=0) as stream:
+        yield from follow_stream(stream, options, source=path, clock=clock, on_follower=on_follower)
+
+
+def _successor(old: Follower, path: str, options: FollowOptions, now: float) -> Follower:
     old.engine.finish()
-    return Follower(path, options)
+    return Follower(path, options, now=now)

@@ -14,8 +14,8 @@ from logphase.pipeline.phases import Phase
 from logphase.pipeline.report import FailureReport, Outcome, Report, WarningReport
 
 KIND = (
-    "the record kind: phase, failure, warning, outcome, stall, run, stale, truncated, rotated, waiting, draining, "
-    "timeout, summary"
+    "the record kind: phase, failure, warning, outcome, stall, run, stale, truncated, rotated, deleted, waiting, "
+    "draining, timeout, summary"
 )
 
 
@@ -88,12 +88,25 @@ class StaleRecord(_Record):
 
 
 class TruncatedRecord(_Record):
+    """The file was cut (or cut and written again, longer): it is read again from its start, as a
+    new input (line numbers restart)."""
+
     kind: Literal["truncated"] = Field("truncated", description=KIND)
-    at_byte: int = Field(description="the read position when the file was found shorter")
+    at_byte: int = Field(description="the read position when the file was found cut")
 
 
 class RotatedRecord(_Record):
+    """Another file now has the name: the old one was read to its end, the new one is read from its start."""
+
     kind: Literal["rotated"] = Field("rotated", description=KIND)
+
+
+class DeletedRecord(_Record):
+    """The file was deleted (said once): all it held was read; follow waits for a file of that
+    name to appear again (then a ``rotated`` record), as ``tail -F`` does, until --timeout."""
+
+    kind: Literal["deleted"] = Field("deleted", description=KIND)
+    at_byte: int = Field(description="the bytes read from the deleted file")
 
 
 class WaitingRecord(_Record):
@@ -107,7 +120,10 @@ class DrainingRecord(_Record):
     (``tee``, the server) never gets SIGPIPE; ``--exit-at-verdict`` leaves at once instead."""
 
     kind: Literal["draining"] = Field("draining", description=KIND)
-    exit_code: int = Field(description="the exit code follow will return at the end of the input")
+    exit_code: int = Field(
+        description="the verdict now; the exit code at the end of the input is the verdict on all of it (the state "
+        "then, as parse says, unless --until ready or a phase was reached before a failure: 0)"
+    )
 
 
 class TimeoutRecord(_Record):
@@ -136,6 +152,7 @@ FollowRecord = Annotated[
     | StaleRecord
     | TruncatedRecord
     | RotatedRecord
+    | DeletedRecord
     | WaitingRecord
     | DrainingRecord
     | TimeoutRecord
@@ -147,6 +164,7 @@ FOLLOW_RECORD_ADAPTER: TypeAdapter[FollowRecord] = TypeAdapter(FollowRecord)
 
 __all__ = [
     "FOLLOW_RECORD_ADAPTER",
+    "DeletedRecord",
     "DrainingRecord",
     "FailureRecord",
     "FollowRecord",

@@ -2,22 +2,32 @@
 
 Collected at scrape time from the follower's latest report (nothing is kept twice, nothing goes
 stale between scrapes). Needs the optional extra ``logphase[metrics]`` (prometheus_client).
+
+Bounded whatever the log says: one series per rank up to the run's world size (tp x pp x dp from
+its server args; RANK_CAP when they are not known), the rest counted in ``logphase_ranks_omitted``;
+a connection idle for IDLE_TIMEOUT_S is closed (each open connection holds a thread).
 """
 
 from __future__ import annotations
 
+import socket
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from logphase.faces.inputs import InputError
 from logphase.pipeline.phases import PHASE_ORDER
 
 if TYPE_CHECKING:
+    from wsgiref.simple_server import WSGIServer
+
     from logphase.pipeline.report import Report
 
 OUTCOMES = ("starting", "ready", "failed")
 GIB = 1024**3  # SGLang's "GB" are GiB (torch.cuda.mem_get_info / (1 << 30))
+RANK_CAP = 256  # per-rank series when the run's world size is not known
+IDLE_TIMEOUT_S = 10.0  # a scrape takes milliseconds; a connection silent this long is dropped
+DEFAULT_HOST = "127.0.0.1"  # this machine only: the page names the log and the model
 
 
 class ReportCollector:
@@ -80,11 +90,37 @@ class ReportCollector:
         free = GaugeMetricFamily(
             "logphase_gpu_free_bytes", "free GPU memory per rank at its latest phase boundary", labels=("rank", "boundary")
         )
-        for rank, readings in report.memory.avail_gb.items() if report is not None else []:
-            if readings:
-                boundary, gb = _latest(readings)
-                free.add_metric([rank, boundary], gb * GIB)
+        per_rank = report.memory.avail_gb.items() if report is not None else []
+        ranks = [(rank, readings) for rank, readings in per_rank if readings]
+        cap = rank_cap(config)
+        for rank, readings in ranks[:cap]:
+            boundary, gb = _latest(readings)
+            free.add_metric([rank, boundary], gb * GIB)
         yield free
+        omitted = GaugeMetricFamily(
+            "logphase_ranks_omitted",
+            "ranks left out of the per-rank series: beyond the run's world size (tp x pp x dp), or beyond "
+            f"{RANK_CAP} when it is not known",
+        )
+        omitted.add_metric([], float(max(0, len(ranks) - cap)))
+        yield omitted
+
+
+def rank_cap(config: Mapping[str, object]) -> int:
+    """How many per-rank series to serve: the world size from the server args (tp x pp x dp),
+    RANK_CAP when they do not say; never more than 16 x RANK_CAP whatever they say."""
+    size = 1
+    known = False
+    for key in ("tp_size", "pp_size", "dp_size"):
+        value = config.get(key)
+        try:
+            factor = int(str(value))
+        except ValueError:
+            continue
+        if factor > 0:
+            size *= factor
+            known = known or key == "tp_size"
+    return min(size, 16 * RANK_CAP) if known else RANK_CAP
 
 
 _PHASE_INDEX = {p.value: i for i, p in enumerate(PHASE_ORDER)}
@@ -102,21 +138,61 @@ def _latest(readings: dict[str, float]) -> tuple[str, float]:
     return boundary, readings[boundary]
 
 
-def serve(port: int, current: Callable[[], tuple[Report | None, float | None]], host: str = "") -> int:
-    """Start the HTTP server on ``port`` (0: a free one) in a daemon thread; returns the port."""
+def serve(
+    port: int,
+    current: Callable[[], tuple[Report | None, float | None]],
+    host: str = DEFAULT_HOST,
+    idle_timeout: float = IDLE_TIMEOUT_S,
+) -> int:
+    """Start the HTTP server on ``host``:``port`` (0: a free port) in a daemon thread; returns the port."""
+    return int(start(port, current, host, idle_timeout).server_address[1])
+
+
+def start(
+    port: int,
+    current: Callable[[], tuple[Report | None, float | None]],
+    host: str = DEFAULT_HOST,
+    idle_timeout: float = IDLE_TIMEOUT_S,
+) -> WSGIServer:
+    """The server behind :func:`serve` (``shutdown()`` and ``server_close()`` stop it). Like
+    prometheus_client's ``start_http_server`` (a thread per connection), but each connection
+    silent for ``idle_timeout`` seconds is closed, so idle clients do not pile up threads."""
+    import threading
+    from wsgiref.simple_server import WSGIRequestHandler, make_server
+
     try:
-        from prometheus_client import CollectorRegistry, start_http_server
+        from prometheus_client import CollectorRegistry, make_wsgi_app
+        from prometheus_client.exposition import ThreadingWSGIServer
     except ImportError:
         raise InputError("--metrics-port needs prometheus_client: pip install 'logphase[metrics]'") from None
     from logphase import __version__
 
+    class Handler(WSGIRequestHandler):
+        timeout = idle_timeout  # socket timeout of every read and write of the connection
+
+        def handle(self) -> None:
+            try:
+                super().handle()
+            except (TimeoutError, ConnectionError):
+                self.close_connection = True  # idle or gone: the thread ends
+
+        def log_message(self, format: str, *args: Any) -> None:
+            """Scrapes are not logged."""
+
     registry = CollectorRegistry(auto_describe=False)
     registry.register(ReportCollector(current, __version__))
     try:
-        server, _thread = start_http_server(port, addr=host or "0.0.0.0", registry=registry)
-    except OSError as exc:
-        raise InputError(f"--metrics-port {port}: cannot listen: {exc.strerror or exc}") from None
-    return int(server.server_address[1])
+        family, _, _, _, sockaddr = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+
+        class Server(ThreadingWSGIServer):
+            address_family = family
+
+        server = make_server(str(sockaddr[0]), port, make_wsgi_app(registry), Server, handler_class=Handler)
+    except (OSError, UnicodeError) as exc:
+        reason = getattr(exc, "strerror", None) or exc
+        raise InputError(f"--metrics-port {port} on {host or 'all interfaces'}: cannot listen: {reason}") from None
+    threading.Thread(target=server.serve_forever, daemon=True, name="logphase metrics").start()
+    return server
 
 
-__all__ = ["ReportCollector", "serve"]
+__all__ = ["DEFAULT_HOST", "IDLE_TIMEOUT_S", "RANK_CAP", "ReportCollector", "rank_cap", "serve", "start"]

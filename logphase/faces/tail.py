@@ -56,10 +56,14 @@ class ChangeWaiter:
             self._fd = None
 
 
+HEAD_BYTES = 4096  # how much of the file's start is kept to recognise a rewrite
+
+
 class Change(Enum):
     MISSING = "missing"  # the file does not exist (yet)
     ROTATED = "rotated"  # another file now has the name: ``data`` is the rest of the old one
-    TRUNCATED = "truncated"  # the file got shorter than what was read: reading starts again at 0
+    TRUNCATED = "truncated"  # the file was cut (or cut and written again): reading starts again at 0
+    DELETED = "deleted"  # the name is gone (said once): what was written was read; waiting for it to reappear
 
 
 class TailRead(NamedTuple):
@@ -72,12 +76,19 @@ class FileTail:
     """A file followed by name, like ``tail -F``: read from its first byte, wait for it when it
     does not exist yet, and notice truncation and rotation (the old file is read to its end
     first). ``wait`` sleeps until the file's directory changes (inotify) or the timeout passes.
-    The one implementation behind ``logphase follow FILE`` and ``logphase.testing.LogFollower``."""
+    The one implementation behind ``logphase follow FILE`` and ``logphase.testing.LogFollower``.
+
+    A truncation is seen when the file is shorter than what was read, and also when it was cut
+    and written again past that point before we looked (a restarted server's longer run): its
+    first bytes are no longer the ones read first. A rewrite that starts with the very same bytes
+    (no time stamp in its first line) and is already longer is not seen."""
 
     def __init__(self, path: str, poll_interval: float = 0.02, event_driven: bool = True) -> None:
         self.path = path
         self._handle: BinaryIO | None = None
         self._inode: tuple[int, int] | None = None
+        self._head = b""  # the file's first bytes, as read: a rewrite changes them
+        self._deleted_said = False
         self._waiter = ChangeWaiter(path, poll_interval) if event_driven else None
         self._poll = poll_interval
 
@@ -94,24 +105,43 @@ class FileTail:
                 return TailRead(b"", Change.MISSING)
             st = os.fstat(self._handle.fileno())
             self._inode = (st.st_dev, st.st_ino)
+            self._head = b""
+        position = self._handle.tell()
+        if position and self._rewritten(position):
+            self._handle.seek(0)
+            self._head = b""
+            return TailRead(b"", Change.TRUNCATED, position)
         data = self._handle.read(limit)
         if data:
+            if len(self._head) < HEAD_BYTES and position == len(self._head):
+                self._head += data[: HEAD_BYTES - len(self._head)]
             return TailRead(data)
-        # at the end of what is there: has the file been truncated, replaced or rotated?
+        # at the end of what is there: has the file been replaced, rotated or removed?
         try:
             st = os.stat(self.path)
         except FileNotFoundError:
-            return TailRead(b"")  # removed: what was written stays readable through the open handle
-        position = self._handle.tell()
+            # removed: what was written was read through the open handle; said once, then
+            # waited for, like tail -F (a new file of that name is a replacement)
+            if self._deleted_said:
+                return TailRead(b"")
+            self._deleted_said = True
+            return TailRead(b"", Change.DELETED, position)
+        self._deleted_said = False
         if (st.st_dev, st.st_ino) != self._inode:
             rest = self._handle.read()
             self._handle.close()
             self._handle, self._inode = None, None
             return TailRead(rest, Change.ROTATED, position)
-        if st.st_size < position:
-            self._handle.seek(0)
-            return TailRead(b"", Change.TRUNCATED, position)
         return TailRead(b"")
+
+    def _rewritten(self, position: int) -> bool:
+        """The open file was cut since it was read up to ``position``: it is shorter, or its
+        first bytes differ from the ones read (cut, then written again past ``position``)."""
+        assert self._handle is not None
+        fd = self._handle.fileno()
+        if os.fstat(fd).st_size < position:
+            return True
+        return bool(self._head) and os.pread(fd, len(self._head), 0) != self._head
 
     def modified(self) -> float | None:
         """The open file's last modification time (seconds since the epoch)."""

@@ -7,6 +7,14 @@ Replaces `until grep -q "fired up" log; do sleep 15; done` loops:
 
 On a pipe (`... 2>&1 | tee server.log | logphase follow`) the verdict is printed at once and the
 pipe is then read to its end, so that the server and tee keep writing (--exit-at-verdict to leave).
+
+Exit code: 0 ready, 1 failed, 3 still starting, 124 --timeout, 141 output closed (| head).
+A file by name is left at the verdict point (--until; default: ready or failed) with the verdict on
+what was read then. A pipe (stdin, or a named pipe given by name) is read to its end, and the exit
+code is the verdict on all of it, as `parse` says on the same bytes: ready and then failed while
+serving is 1. With --until ready or a phase, reaching it before any failure is 0 (a later failure
+while serving included). The same bytes give the same records and exit code however they are cut
+into reads and paced.
 """
 
 from __future__ import annotations
@@ -69,7 +77,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "phase durations, seconds since the last line, the failure's cause, free GPU memory per rank "
         "(needs pip install 'logphase[metrics]')",
     )
-    p.add_argument("--metrics-host", default="", metavar="ADDR", help="the address to serve metrics on (default: all)")
+    p.add_argument(
+        "--metrics-host",
+        default="127.0.0.1",
+        metavar="ADDR",
+        help="the address to serve metrics on (default: 127.0.0.1, this machine only; in a sidecar container, "
+        "--metrics-host 0.0.0.0 lets Prometheus scrape the pod)",
+    )
     add_merge(p)
     add_expect_since(p)
     add_color(p)
@@ -131,6 +145,8 @@ def run(args: argparse.Namespace) -> int:
             out.write(b"\n" + render_text(record.report, color).encode())
             if isinstance(record, TimeoutRecord):
                 out.write(f"logphase: gave up after {args.timeout:g} s\n".encode())
+            elif current and (why := current[-1].exit_reason(record.exit_code)):
+                out.write(f"logphase: {why}\n".encode())
         else:
             out.write(_human(record).encode())
         out.flush()
@@ -144,9 +160,12 @@ def run(args: argparse.Namespace) -> int:
             elif isinstance(record, SummaryRecord):
                 code = record.exit_code
     except KeyboardInterrupt:
-        # the summary of what was read so far, then the conventional exit code
+        # the summary of what was read so far (the input ends here: a partial last line is read),
+        # then the conventional exit code
         if current:
-            write(current[-1].summary())
+            for record in current[-1].end_of_input():
+                write(record)
+            write(current[-1].summary(EXIT_INTERRUPTED))  # its exit code is the one returned
         sys.stderr.write("logphase: interrupted\n")
         out.flush()
         return EXIT_INTERRUPTED
