@@ -35,7 +35,7 @@ from logphase.pipeline.report import (
     Report,
     rank_sort_key,
 )
-from logphase.pipeline.runs import seconds_between
+from logphase.pipeline.runs import duration_between, seconds_between
 
 Role = Literal["server", "prefill", "decode", "router"]
 
@@ -236,7 +236,7 @@ def _server(role: Role, members: list[Report]) -> ServerView:
         phase=phase,
         phases=phases,
         unaccounted=gaps_between(phases),
-        total_startup_s=None if partial or not starts else seconds_between(min(starts), end),
+        total_startup_s=None if partial or not starts else duration_between(min(starts), end),
         ranks=sorted(rank_nodes, key=rank_sort_key),
         runs=max(r.runs for r in members),
         run=leader.run,
@@ -321,7 +321,7 @@ def _phases(members: list[Report], shifts: list[float], qualified: list[dict[str
                 name=phase,
                 start=start,
                 end=end,
-                duration_s=seconds_between(start, end if end is not None else open_until),
+                duration_s=duration_between(start, end if end is not None else open_until),
                 first_line=first_node[3].first_line,
                 last_line=last_node[3].last_line if end is not None else None,
                 lower_bound=any(p.lower_bound for *_, p in seen),
