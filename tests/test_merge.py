@@ -265,3 +265,30 @@ def test_parse_merge_says_the_skew_was_taken_as_zero(tmp_path: Path) -> None:
     assert "server on 2 nodes" in out and "deployment:" not in out
     assert "node1 taken as 0 s (no event common with node0 shows it" in out
     assert "cuda_oom on TP3, line 3 of node1.log" in out
+
+
+def test_the_skew_is_measured_on_a_collective_both_nodes_timed_out_in() -> None:
+    """Windows without distributed init: node1's TP2 waited in the same all-reduce as node0's
+    ranks (SeqNum 37) and its watchdog says so 40 s later by node1's clock, after running as long:
+    the collective began at one moment, so node1 is 40 s ahead."""
+    node0, node1 = logs("oom_echoed_by_watchdog")
+    tp2 = (
+        b"[rank2]:[E903 13:00:35.322027361 ProcessGroupNCCL.cpp:616] [PG ID 0 PG GUID 0(default_pg) Rank 2] Watchdog "
+        b"caught collective operation timeout: WorkNCCL(SeqNum=37, OpType=ALLREDUCE, NumelIn=16777216, "
+        b"NumelOut=16777216, Timeout(ms)=60000) ran for 60021 milliseconds before timing out.\n"
+    )
+    merged = merged_of(
+        {
+            "node0.log": _window_from(node0.read_bytes(), b"Capture cuda graph begin"),
+            "node1.log": _window_from(node1.read_bytes(), b"Capture cuda graph begin") + tp2,
+        }
+    )
+    server = merged.servers[0]
+    clock = server.clocks[1]
+    assert clock.skew_s == 40.0 and clock.basis == "watchdog SeqNum=37 (ALLREDUCE, group 0) began"
+    failure = server.report.failure
+    assert failure is not None and (failure.cause.value, failure.source, failure.ts) == (
+        "cuda_oom",
+        "node1.log",
+        "2026-09-03T12:58:50",
+    )

@@ -6,7 +6,8 @@
 
 Works on reports alone (a log read now or a saved ``--json`` report), so every face can merge.
 Node clocks differ: each node's times are moved onto the first node's clock by the skew measured
-on an event all nodes pass together (distributed init completes when the last node joins). The
+on an event all nodes pass together (distributed init completes when the last node joins; else a
+collective NCCL's watchdog timed out on both nodes, by its sequence number), or taken as zero. The
 root across nodes is chosen by what the lines say first (an error stated beats a failure without
 its error beats an echo) and by time only among equals, so no skew turns an echo into the root.
 """
@@ -44,6 +45,9 @@ _COMMON_EVENTS: tuple[tuple[Phase, Literal["start", "end"]], ...] = (
     (Phase.DISTRIBUTED_INIT, "end"),  # the rendezvous completes when the last node has joined
     (Phase.WEIGHT_LOADING, "start"),  # what every rank does right after it
 )
+# PyTorch's NCCL watchdog: the collective (its group's sequence number and kind) and how long it ran,
+# so when it began; the ranks that wait in one collective began it together
+_WATCHDOG_WORK = re.compile(r"(?:PG ID (\d+).*?)?WorkNCCL\(SeqNum=(\d+), OpType=(\w+).*?\) ran for (\d+) milliseconds")
 _SEVERITY_ORDER = {"root": 0, "unstated": 1, "echo": 3}
 # a node that timed out waiting for its peers (a collective, a rendezvous) states only that it
 # waited: across nodes it is the echo of the node that stopped (its crash, even unstated, comes first)
@@ -276,7 +280,30 @@ def _clock(first: Report, node: Report, name: str) -> NodeClock:
         skew = seconds_between(_edge(first, phase, edge), _edge(node, phase, edge))
         if skew is not None:
             return NodeClock(node=name, source=node.source, skew_s=skew, basis=f"{phase.value} {edge}")
+    theirs, ours = _timed_out_collectives(first), _timed_out_collectives(node)
+    shared = sorted(set(theirs) & set(ours))
+    if shared:
+        group, seq, kind = shared[0]
+        skew = seconds_between(theirs[shared[0]], ours[shared[0]])
+        return NodeClock(node=name, source=node.source, skew_s=skew, basis=f"watchdog SeqNum={seq} ({kind}, group {group}) began")
     return NodeClock(node=name, source=node.source, skew_s=None)
+
+
+def _timed_out_collectives(report: Report) -> dict[tuple[int, int, str], str]:
+    """When each collective a watchdog timed out on this node began (the watchdog's time less how
+    long it ran), by process group, sequence number and kind: the first rank's."""
+    failure = report.failure
+    if failure is None:
+        return {}
+    out: dict[tuple[int, int, str], str] = {}
+    for message, ts in [(failure.message, failure.ts), *((c.message, c.ts) for c in failure.consequences)]:
+        m = _WATCHDOG_WORK.search(message)
+        if m is None or ts is None:
+            continue
+        began = datetime.fromisoformat(ts) - timedelta(milliseconds=int(m.group(4)))
+        key = (int(m.group(1) or 0), int(m.group(2)), m.group(3))
+        out[key] = min(out.get(key, "~"), began.isoformat(timespec="microseconds"))
+    return out
 
 
 def shift(ts: str | None, seconds: float) -> str | None:
