@@ -183,3 +183,17 @@ def test_line_by_line_reads_the_same_as_bulk() -> None:
     by_line, bulk = engine.report(), parse_bytes(data, source=name)
     assert by_line.model_dump(exclude={"lines"}) == bulk.model_dump(exclude={"lines"})
     assert summary(by_line) == unwrapped(name)
+
+
+@pytest.mark.parametrize("name", ["kv_cache_insufficient.log", "time_only_stamps.log", "cuda_oom_capture.log"])
+def test_a_wrapper_without_a_year_keeps_the_durations(name: str) -> None:
+    """journald's short-precise stamp prints no year: it takes SGLang's, also for the lines before
+    SGLang's first stamp (re-timed), and the durations are the unwrapped log's."""
+    out = []
+    for line, at in server_times(FIXTURES[name]):
+        stamp = (at - timedelta(hours=2)).strftime("%b %d %H:%M:%S.%f")
+        out.append(stamp.encode() + b" gpu-host-3 sglang[4242]: " + line)
+    report, plain = parse_bytes(b"".join(out), source=name), parse_bytes(FIXTURES[name], source=name)
+    assert summary(report) == unwrapped(name)
+    assert report.total_startup_s == plain.total_startup_s
+    assert [p.duration_s for p in report.phases] == [p.duration_s for p in plain.phases]

@@ -66,7 +66,10 @@ class LogClock:
 
     def note_server_time(self, ts: str) -> None:
         """SGLang printed ``ts`` (a line read in bulk, without :meth:`of`)."""
-        at = _parse(ts)
+        try:
+            at = _parse(ts)
+        except ValueError:  # a stamp that makes no time is no evidence of SGLang's clock
+            return
         if self._server_high is None:
             self._settle_early_lines(at)
         if self._server_high is None or at > self._server_high:
@@ -82,8 +85,11 @@ class LogClock:
         """A line's time: SGLang's own stamp, else its innermost wrapper's (in SGLang's zone), else
         None (the line takes the time of the line before it)."""
         if env.stamp is not None:
-            ts = self._server_time(env.stamp, env.outer)
-            self.note_server_time(ts)
+            try:
+                ts = self._server_time(env.stamp, env.outer)
+                self.note_server_time(ts)
+            except ValueError:  # a stamp that makes no time (month 84, hour 25): text, not a time
+                return None
             return ts
         if env.outer is None:
             return None
@@ -106,17 +112,20 @@ class LogClock:
     def _server_time(self, stamp: Stamp, outer: Stamp | None) -> str:
         if outer is None:
             return self.resolve(stamp)
-        wrapper = self._outer_iso(outer)
         if stamp.year is None and outer.year is not None and not self._foreign:
             # a time of day inside a dated wrapper: the day that puts it nearest the wrapper's
             # time in SGLang's zone (the two may sit on either side of midnight)
-            ts = _nearest_day(_parse(wrapper) + timedelta(seconds=self._zone_s or 0), stamp.time)
-            if self._same_clock(ts, wrapper):
-                self._date, self._time_of_day = (int(ts[:4]), int(ts[5:7]), int(ts[8:10])), stamp.time
-                return ts
+            wrapper = self._outer_iso(outer)
+            if wrapper is not None:
+                ts = _nearest_day(_parse(wrapper) + timedelta(seconds=self._zone_s or 0), stamp.time)
+                if self._same_clock(ts, wrapper):
+                    self._date, self._time_of_day = (int(ts[:4]), int(ts[5:7]), int(ts[8:10])), stamp.time
+                    return ts
             return self.resolve(stamp)
         ts = self.resolve(stamp)
-        self._same_clock(ts, wrapper)
+        wrapper = self._outer_iso(outer)  # after SGLang's stamp: a wrapper without a year takes its
+        if wrapper is not None:
+            self._same_clock(ts, wrapper)
         return ts
 
     def _same_clock(self, ts: str, wrapper: str) -> bool:
@@ -138,6 +147,8 @@ class LogClock:
 
     def _wrapper_time(self, outer: Stamp) -> str | None:
         wrapper = self._outer_iso(outer)
+        if wrapper is None:
+            return None
         if self._server_high is None:
             # nothing to compare with yet: the wrapper's time, re-timed once SGLang's first stamp comes
             self._early_wrapper = True
@@ -147,14 +158,16 @@ class LogClock:
         at = max(_parse(wrapper) + timedelta(seconds=self._zone_s), self._server_high)
         return _iso(at, "." in wrapper or at.microsecond != 0)
 
-    def _outer_iso(self, outer: Stamp) -> str:
-        """A wrapper's stamp in ISO form, without changing what SGLang's stamps have shown."""
-        if outer.year is not None and outer.month is not None and outer.day is not None:
-            return f"{outer.year:04d}-{outer.month:02d}-{outer.day:02d}T{outer.time}"
+    def _outer_iso(self, outer: Stamp) -> str | None:
+        """A wrapper's stamp in ISO form (a missing year or date: SGLang's last), without changing
+        what SGLang's stamps have shown. None when it makes no date (Feb 29 of a year without one)."""
         year, month, day = self._date or (1, 1, 1)
         if outer.month is not None and outer.day is not None:
-            month, day = outer.month, outer.day
-        return f"{year:04d}-{month:02d}-{day:02d}T{outer.time}"
+            year, month, day = outer.year or year, outer.month, outer.day
+        try:
+            return datetime(year, month, day).date().isoformat() + "T" + outer.time
+        except ValueError:
+            return None
 
     def _settle_early_lines(self, first: datetime) -> None:
         """SGLang's first stamp came: the wrapper's times before it move into SGLang's zone (when
@@ -167,12 +180,23 @@ class LogClock:
         latest = first + timedelta(seconds=1 if first.microsecond == 0 else 0)
 
         def moved(ts: str) -> str:
-            at = _parse(ts) + timedelta(seconds=zone) if zone is not None else first
+            at = _parse(ts)
+            if at.year == 1 and first.year != 1:
+                # a wrapper that prints no year (journald) took the year 1 before SGLang's first date
+                at = _same_date_in(at, first.year) or first
+            at = at + timedelta(seconds=zone) if zone is not None else first
             if at >= latest:
                 at = first
             return _iso(at, at.microsecond != 0)
 
         self._retiming = moved
+
+
+def _same_date_in(at: datetime, year: int) -> datetime | None:
+    try:
+        return at.replace(year=year)
+    except ValueError:  # Feb 29
+        return None
 
 
 def _nearest_day(guess: datetime, clock: str) -> str:
