@@ -292,3 +292,20 @@ def test_the_skew_is_measured_on_a_collective_both_nodes_timed_out_in() -> None:
         "node1.log",
         "2026-09-03T12:58:50",
     )
+
+
+def test_a_window_without_server_args_joins_the_node_that_printed_them() -> None:
+    """node0's whole log (server_args of a 2-node launch) and a window of node1's: one server."""
+    node0, node1 = logs("node1_fails")
+    window = b"".join(line for line in node1.read_bytes().splitlines(keepends=True) if b"server_args=" not in line)
+    merged = merged_of({"node0.log": node0.read_bytes(), "node1.log": window})
+    assert len(merged.servers) == 1 and merged.servers[0].nodes == ["node0", "node1"]
+    failure = merged.servers[0].report.failure
+    assert failure is not None and (failure.source, failure.cause.value) == ("node1.log", "kv_cache_insufficient_memory")
+
+
+def test_single_node_servers_given_together_stay_apart() -> None:
+    """server_args that say nnodes=1 are whole servers: --merge shows them side by side."""
+    one, two = FIXTURES / "kv_cache_insufficient.log", FIXTURES / "tp1_success.log"
+    merged = merged_of({"a.log": one.read_bytes(), "b.log": two.read_bytes()})
+    assert len(merged.servers) == 2 and all(len(s.nodes) == 1 for s in merged.servers)
