@@ -77,7 +77,7 @@ class LogClock:
 
     # -- a line's time ------------------------------------------------------------------------------
 
-    def provisional(self, env: Envelope) -> bool:
+    def dated_by_wrapper(self, env: Envelope) -> bool:
         """A line's time is its wrapper's, not SGLang's: it never starts a new run."""
         return env.stamp is None and env.outer is not None
 

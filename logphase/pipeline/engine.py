@@ -416,7 +416,7 @@ class Engine:
 
     def _info(self, line: LogicalLine, env: Envelope, ts: str | None) -> LineInfo:
         return LineInfo(
-            ts_wrapper=self._clock.provisional(env),
+            ts_wrapper=self._clock.dated_by_wrapper(env),
             line=line.lineno,
             offset=line.offset,
             raw=line.text[:MAX_RAW_CHARS],
