@@ -213,3 +213,99 @@ def test_follow_merge_on_whole_logs_prints_every_log_s_records_before_the_verdic
     for name in names:
         phases = [r["phase"] for r in records if r.get("source") == name and r["kind"] == "phase"]
         assert phases[:5] == ["launch", "distributed_init", "weight_loading", "memory_pool", "cuda_graph_capture"]
+
+
+# -- logs that print no server_args (torchrun workers, windows of a longer log) ------------------------
+
+
+def test_nodes_without_server_args_are_one_server_with_one_root() -> None:
+    """node1 (clock 40 s ahead) runs out of memory at 12:59:30 by its clock; node0 times out in
+    the collective at 12:59:55 by its own: one server, the OOM its root, the timeout its echo."""
+    merged = case_report("oom_echoed_by_watchdog")
+    assert merged.outcome == "failed" and len(merged.servers) == 1
+    server = merged.servers[0]
+    assert server.nodes == ["node0", "node1"] and server.report.ranks == ["TP0", "TP1", "TP2", "TP3"]
+    assert [(c.node, c.skew_s, c.basis) for c in server.clocks] == [("node0", 0.0, None), ("node1", 40.0, "distributed_init end")]
+    failure = server.report.failure
+    assert failure is not None and (failure.cause.value, failure.source, failure.rank) == ("cuda_oom", "node1.log", "TP3")
+    assert failure.ts == "2026-09-03T12:58:50"  # 12:59:30 on node1's clock, on node0's
+    watchdog = [c for c in failure.consequences if "Watchdog caught collective operation timeout" in c.message]
+    assert watchdog and {c.source for c in watchdog} == {"node0.log"}
+
+
+def _window_from(data: bytes, marker: bytes) -> bytes:
+    """The log from its first line holding ``marker`` on (a window of a longer log)."""
+    lines = data.splitlines(keepends=True)
+    return b"".join(lines[next(i for i, line in enumerate(lines) if marker in line) :])
+
+
+@pytest.mark.parametrize("skew", [-120, -40, 0, 40, 120])
+def test_without_a_common_event_the_skew_is_taken_as_zero_and_the_stated_error_stays_the_root(skew: int) -> None:
+    """node1's window starts after distributed init: no event both nodes pass shows the skew. Its
+    OOM, even printed after node0's timeout (clock far ahead), is the root: a timeout waiting for
+    the other nodes says less than an error stated."""
+    node0, node1 = logs("oom_echoed_by_watchdog")
+    window = _window_from(shifted(node1.read_bytes(), skew - 40), b"Capture cuda graph begin")
+    merged = merged_of({"node0.log": node0.read_bytes(), "node1.log": window})
+    assert len(merged.servers) == 1
+    server = merged.servers[0]
+    assert [(c.skew_s, c.basis) for c in server.clocks] == [(0.0, None), (None, None)]
+    failure = server.report.failure
+    assert failure is not None and (failure.cause.value, failure.source) == ("cuda_oom", "node1.log")
+    assert all(p.duration_s is None or p.duration_s >= 0 for p in server.report.phases)
+
+
+def test_parse_merge_says_the_skew_was_taken_as_zero(tmp_path: Path) -> None:
+    node0, node1 = logs("oom_echoed_by_watchdog")
+    window = tmp_path / "node1.log"
+    window.write_bytes(_window_from(node1.read_bytes(), b"Capture cuda graph begin"))
+    done = run("parse", "--merge", str(node0), str(window))
+    assert done.returncode == 1, done.stderr
+    out = done.stdout.decode()
+    assert "server on 2 nodes" in out and "deployment:" not in out
+    assert "node1 taken as 0 s (no event common with node0 shows it" in out
+    assert "cuda_oom on TP3, line 3 of node1.log" in out
+
+
+def test_the_skew_is_measured_on_a_collective_both_nodes_timed_out_in() -> None:
+    """Windows without distributed init: node1's TP2 waited in the same all-reduce as node0's
+    ranks (SeqNum 37) and its watchdog says so 40 s later by node1's clock, after running as long:
+    the collective began at one moment, so node1 is 40 s ahead."""
+    node0, node1 = logs("oom_echoed_by_watchdog")
+    tp2 = (
+        b"[rank2]:[E903 13:00:35.322027361 ProcessGroupNCCL.cpp:616] [PG ID 0 PG GUID 0(default_pg) Rank 2] Watchdog "
+        b"caught collective operation timeout: WorkNCCL(SeqNum=37, OpType=ALLREDUCE, NumelIn=16777216, "
+        b"NumelOut=16777216, Timeout(ms)=60000) ran for 60021 milliseconds before timing out.\n"
+    )
+    merged = merged_of(
+        {
+            "node0.log": _window_from(node0.read_bytes(), b"Capture cuda graph begin"),
+            "node1.log": _window_from(node1.read_bytes(), b"Capture cuda graph begin") + tp2,
+        }
+    )
+    server = merged.servers[0]
+    clock = server.clocks[1]
+    assert clock.skew_s == 40.0 and clock.basis == "watchdog SeqNum=37 (ALLREDUCE, group 0) began"
+    failure = server.report.failure
+    assert failure is not None and (failure.cause.value, failure.source, failure.ts) == (
+        "cuda_oom",
+        "node1.log",
+        "2026-09-03T12:58:50",
+    )
+
+
+def test_a_window_without_server_args_joins_the_node_that_printed_them() -> None:
+    """node0's whole log (server_args of a 2-node launch) and a window of node1's: one server."""
+    node0, node1 = logs("node1_fails")
+    window = b"".join(line for line in node1.read_bytes().splitlines(keepends=True) if b"server_args=" not in line)
+    merged = merged_of({"node0.log": node0.read_bytes(), "node1.log": window})
+    assert len(merged.servers) == 1 and merged.servers[0].nodes == ["node0", "node1"]
+    failure = merged.servers[0].report.failure
+    assert failure is not None and (failure.source, failure.cause.value) == ("node1.log", "kv_cache_insufficient_memory")
+
+
+def test_single_node_servers_given_together_stay_apart() -> None:
+    """server_args that say nnodes=1 are whole servers: --merge shows them side by side."""
+    one, two = FIXTURES / "kv_cache_insufficient.log", FIXTURES / "tp1_success.log"
+    merged = merged_of({"a.log": one.read_bytes(), "b.log": two.read_bytes()})
+    assert len(merged.servers) == 2 and all(len(s.nodes) == 1 for s in merged.servers)

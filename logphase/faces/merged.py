@@ -86,7 +86,7 @@ def _server_head(server: ServerView) -> str:
     skews = []
     for clock in server.clocks[1:]:
         if clock.skew_s is None:
-            skews.append(f"{clock.node} unknown (no event common with {server.nodes[0]}: times taken as printed)")
+            skews.append(f"{clock.node} taken as 0 s (no event common with {server.nodes[0]} shows it: times as printed)")
         else:
             skews.append(f"{clock.node} {clock.skew_s:+g} s (from {clock.basis})")
     lines.append(f"   clocks against {server.nodes[0]}: " + "; ".join(skews))

@@ -32,7 +32,7 @@ from logphase.pipeline.report import (
     resolve_rank,
     values_match,
 )
-from logphase.pipeline.runs import Incident, Run, seconds_between
+from logphase.pipeline.runs import Incident, Run, duration_between, seconds_between
 
 
 def build_report(
@@ -106,7 +106,7 @@ def build_report(
 def _total(run: Run, end_ts: str | None, phases: list[PhaseReport], outcome: Outcome) -> float | None:
     """From the run's first time to ready, the failure, or (still starting) the latest it knows of:
     the last time printed, or the open phase's start plus its bar's own clock."""
-    total = seconds_between(run.first_ts, end_ts)
+    total = duration_between(run.first_ts, end_ts)
     if outcome == "starting":
         for p in phases:
             since = seconds_between(run.first_ts, p.start)
@@ -252,7 +252,7 @@ def _phases(run: Run, failure: FailureReport | None, failed_at: str | None) -> l
                 ranks[rank] = RankSpan(
                     start=span.start,
                     end=span.end,
-                    duration_s=seconds_between(span.start, span.end if span.end_line is not None else last_ts),
+                    duration_s=duration_between(span.start, span.end if span.end_line is not None else last_ts),
                     first_line=span.start_line,
                     last_line=span.end_line,
                 )
@@ -277,7 +277,7 @@ def _phases(run: Run, failure: FailureReport | None, failed_at: str | None) -> l
             ]
             if later and (end is None or min(later)[0] < end):
                 end, last_line = min(later)
-        duration = seconds_between(start, end if end is not None else last_ts)
+        duration = duration_between(start, end if end is not None else last_ts)
         bar = run.bars.get(phase)
         progress = None
         if bar is not None:

@@ -1,15 +1,22 @@
 """Times as the log prints them -> one comparable form, ``YYYY-MM-DDTHH:MM:SS[.ffffff]``.
 
 A stamp without a date (``[09:20:26 TP0]``, a journald or glog time without the year) takes its
-date from the nearest dated line before it; with none, it is dated 0001-01-01, and a time that goes
-back by more than half a day starts the next day (midnight passed), so durations still work.
-A wrapper's time (docker, CI) may be in another zone than SGLang's: the offset between the two is
-learned from lines that carry both and applied to the lines that carry only the wrapper's; a time
-of day inside a dated wrapper takes the day that puts it nearest the wrapper's time.
+date from SGLang's stamp before it (with none, 0001-01-01); a time of day more than half a day
+before the one before it is on the next day (midnight passed), so durations still work.
+
+A wrapper's time (docker, kubectl, CI) is another clock than SGLang's, often in another zone
+(``kubectl logs --timestamps`` in UTC, SGLang in local time). The two are compared only in the
+same zone: the zone is learned on the first line that carries both (whole quarter hours, at most
+14 h apart); a wrapper whose clock is further off, or later drifts from that zone (one stamp on
+every line, a collector stamping lines in batches), is not SGLang's clock in any zone, and the
+lines it alone dates take the time of SGLang's line before them. A wrapper's time is never
+earlier than a time SGLang has already printed. Lines before SGLang's first stamp can only carry
+the wrapper's time: they are re-timed once that stamp comes (``take_retiming``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from logphase.pipeline.envelope import Envelope, Stamp
@@ -18,61 +25,178 @@ UNDATED = "0001-01-01"
 _HALF_DAY_S = 12 * 3600
 # zones differ by whole quarter hours
 _ZONE_STEP_S = 900
+# UTC-12 to UTC+14: a wrapper (UTC) this far from SGLang's time (local) at most, one step of slack
+_MOST_ZONES_APART_S = 14 * 3600 + _ZONE_STEP_S
+# a wrapper in the learned zone that differs from SGLang's time by more than this is another clock
+# (a real wrapper stamps what it receives within moments; stdout buffering delays it by seconds)
+_DRIFT_S = 120.0
+
+Retiming = Callable[[str], str]
 
 
 class LogClock:
-    """The dates and zone offset a log's stamps have shown so far."""
+    """The dates and the wrapper's zone a log's stamps have shown so far."""
 
     def __init__(self) -> None:
-        self._date: tuple[int, int, int] | None = None  # the last full date seen
-        self._undated_day = 0  # days passed since the first undated stamp
-        self._undated_last: str | None = None
-        self._outer_offset: float | None = None  # SGLang's time minus the wrapper's
+        self._date: tuple[int, int, int] | None = None  # the date of SGLang's last stamp
+        self._time_of_day: str | None = None  # the time of day of SGLang's last stamp
+        self._zone_s: float | None = None  # SGLang's time minus the wrapper's, once learned
+        self._foreign = False  # the wrapper's clock is not SGLang's in any zone
+        self._server_high: datetime | None = None  # the latest time SGLang's own stamps showed
+        self._early_wrapper = False  # lines before SGLang's first stamp were dated by the wrapper
+        self._retiming: Retiming | None = None  # how those lines' times move, once known
+        self._retiming_taken = False
+
+    # -- SGLang's own stamps ------------------------------------------------------------------------
 
     def resolve(self, stamp: Stamp) -> str:
-        """The ISO form of a stamp, with the date filled in from what came before."""
+        """The ISO form of a stamp of SGLang's (or PyTorch's), its date filled in from before."""
         if stamp.year is not None and stamp.month is not None and stamp.day is not None:
-            self._date = (stamp.year, stamp.month, stamp.day)
+            self._date, self._time_of_day = (stamp.year, stamp.month, stamp.day), stamp.time
             return f"{stamp.year:04d}-{stamp.month:02d}-{stamp.day:02d}T{stamp.time}"
         if stamp.month is not None and stamp.day is not None:
             year = self._date[0] if self._date is not None else 1
             return f"{year:04d}-{stamp.month:02d}-{stamp.day:02d}T{stamp.time}"
-        if self._date is not None:
-            y, m, d = self._date
-            return f"{y:04d}-{m:02d}-{d:02d}T{stamp.time}"
-        last = self._undated_last
-        if last is not None and _seconds(last) - _seconds(stamp.time) > _HALF_DAY_S:
-            self._undated_day += 1
-        self._undated_last = stamp.time
-        day = datetime(1, 1, 1) + timedelta(days=self._undated_day)
+        y, m, d = self._date or (1, 1, 1)
+        day = datetime(y, m, d)
+        if self._time_of_day is not None and _seconds(self._time_of_day) - _seconds(stamp.time) > _HALF_DAY_S:
+            day += timedelta(days=1)  # midnight passed
+        self._date, self._time_of_day = (day.year, day.month, day.day), stamp.time
         return f"{day.year:04d}-{day.month:02d}-{day.day:02d}T{stamp.time}"
 
-    def provisional(self, env: Envelope) -> bool:
-        """A line's time is only its wrapper's, in a zone not yet matched to SGLang's."""
-        return env.stamp is None and env.outer is not None and self._outer_offset is None
+    def note_server_time(self, ts: str) -> None:
+        """SGLang printed ``ts`` (a line read in bulk, without :meth:`of`)."""
+        try:
+            at = _parse(ts)
+        except ValueError:  # a stamp that makes no time is no evidence of SGLang's clock
+            return
+        if self._server_high is None:
+            self._settle_early_lines(at)
+        if self._server_high is None or at > self._server_high:
+            self._server_high = at
+
+    # -- a line's time ------------------------------------------------------------------------------
+
+    def dated_by_wrapper(self, env: Envelope) -> bool:
+        """A line's time is its wrapper's, not SGLang's: it never starts a new run."""
+        return env.stamp is None and env.outer is not None
 
     def of(self, env: Envelope) -> str | None:
-        """A line's time: SGLang's own stamp, else its innermost wrapper's (in SGLang's zone)."""
+        """A line's time: SGLang's own stamp, else its innermost wrapper's (in SGLang's zone), else
+        None (the line takes the time of the line before it)."""
         if env.stamp is not None:
-            if env.outer is not None and env.stamp.year is None and env.outer.year is not None:
-                # a time of day inside a dated wrapper: the day that puts it nearest the wrapper's
-                # time in SGLang's zone (the two may sit on either side of midnight)
-                outer = self.resolve(env.outer)
-                ts = _nearest_day(_parse(outer) + timedelta(seconds=self._outer_offset or 0), env.stamp.time)
-            else:
-                ts = self.resolve(env.stamp)
-            if env.outer is not None:
-                outer = self.resolve(env.outer)
-                offset = (_parse(ts) - _parse(outer)).total_seconds()
-                self._outer_offset = round(offset / _ZONE_STEP_S) * _ZONE_STEP_S
+            try:
+                ts = self._server_time(env.stamp, env.outer)
+                self.note_server_time(ts)
+            except ValueError:  # a stamp that makes no time (month 84, hour 25): text, not a time
+                return None
             return ts
         if env.outer is None:
             return None
-        outer = self.resolve(env.outer)
-        if not self._outer_offset:
-            return outer
-        shifted = _parse(outer) + timedelta(seconds=self._outer_offset)
-        return shifted.isoformat(timespec="microseconds" if "." in outer else "seconds")
+        return self._wrapper_time(env.outer)
+
+    def take_retiming(self) -> Retiming | None:
+        """Once: how the times given to lines before SGLang's first stamp (the wrapper's, in a zone
+        not known then) move, now that it came. None until then, or when there were none."""
+        if self._retiming is None or self._retiming_taken:
+            return None
+        self._retiming_taken = True
+        return self._retiming
+
+    def retime(self, ts: str | None) -> str | None:
+        """``ts`` of a line before SGLang's first stamp, re-timed (as ``take_retiming``)."""
+        if ts is None or self._retiming is None:
+            return ts
+        return self._retiming(ts)
+
+    def _server_time(self, stamp: Stamp, outer: Stamp | None) -> str:
+        if outer is None:
+            return self.resolve(stamp)
+        if stamp.year is None and outer.year is not None and not self._foreign:
+            # a time of day inside a dated wrapper: the day that puts it nearest the wrapper's
+            # time in SGLang's zone (the two may sit on either side of midnight)
+            wrapper = self._outer_iso(outer)
+            if wrapper is not None:
+                ts = _nearest_day(_parse(wrapper) + timedelta(seconds=self._zone_s or 0), stamp.time)
+                if self._same_clock(ts, wrapper):
+                    self._date, self._time_of_day = (int(ts[:4]), int(ts[5:7]), int(ts[8:10])), stamp.time
+                    return ts
+            return self.resolve(stamp)
+        ts = self.resolve(stamp)
+        wrapper = self._outer_iso(outer)  # after SGLang's stamp: a wrapper without a year takes its
+        if wrapper is not None:
+            self._same_clock(ts, wrapper)
+        return ts
+
+    def _same_clock(self, ts: str, wrapper: str) -> bool:
+        """Whether the wrapper's clock is SGLang's in another zone, on a line that shows both: the
+        first such line sets the zone, every later one must agree with it."""
+        if self._foreign:
+            return False
+        apart = (_parse(ts) - _parse(wrapper)).total_seconds()
+        if self._zone_s is None:
+            if abs(apart) > _MOST_ZONES_APART_S:
+                self._foreign = True
+                return False
+            self._zone_s = round(apart / _ZONE_STEP_S) * _ZONE_STEP_S
+            return True
+        if abs(apart - self._zone_s) > _DRIFT_S:
+            self._foreign = True
+            return False
+        return True
+
+    def _wrapper_time(self, outer: Stamp) -> str | None:
+        wrapper = self._outer_iso(outer)
+        if wrapper is None:
+            return None
+        if self._server_high is None:
+            # nothing to compare with yet: the wrapper's time, re-timed once SGLang's first stamp comes
+            self._early_wrapper = True
+            return wrapper
+        if self._zone_s is None or self._foreign:
+            return None  # compared only in the same zone
+        at = max(_parse(wrapper) + timedelta(seconds=self._zone_s), self._server_high)
+        return _iso(at, "." in wrapper or at.microsecond != 0)
+
+    def _outer_iso(self, outer: Stamp) -> str | None:
+        """A wrapper's stamp in ISO form (a missing year or date: SGLang's last), without changing
+        what SGLang's stamps have shown. None when it makes no date (Feb 29 of a year without one)."""
+        year, month, day = self._date or (1, 1, 1)
+        if outer.month is not None and outer.day is not None:
+            year, month, day = outer.year or year, outer.month, outer.day
+        try:
+            return datetime(year, month, day).date().isoformat() + "T" + outer.time
+        except ValueError:
+            return None
+
+    def _settle_early_lines(self, first: datetime) -> None:
+        """SGLang's first stamp came: the wrapper's times before it move into SGLang's zone (when
+        this line showed it), and never after this first stamp."""
+        if not self._early_wrapper:
+            return
+        zone = None if self._foreign else self._zone_s
+
+        # SGLang's whole-second stamp stands for that second: a wrapper's time within it is not later
+        latest = first + timedelta(seconds=1 if first.microsecond == 0 else 0)
+
+        def moved(ts: str) -> str:
+            at = _parse(ts)
+            if at.year == 1 and first.year != 1:
+                # a wrapper that prints no year (journald) took the year 1 before SGLang's first date
+                at = _same_date_in(at, first.year) or first
+            at = at + timedelta(seconds=zone) if zone is not None else first
+            if at >= latest:
+                at = first
+            return _iso(at, at.microsecond != 0)
+
+        self._retiming = moved
+
+
+def _same_date_in(at: datetime, year: int) -> datetime | None:
+    try:
+        return at.replace(year=year)
+    except ValueError:  # Feb 29
+        return None
 
 
 def _nearest_day(guess: datetime, clock: str) -> str:
@@ -89,3 +213,7 @@ def _seconds(clock: str) -> float:
 
 def _parse(ts: str) -> datetime:
     return datetime.fromisoformat(ts)
+
+
+def _iso(at: datetime, fraction: bool) -> str:
+    return at.isoformat(timespec="microseconds" if fraction else "seconds")

@@ -86,6 +86,7 @@ class Engine:
         self._last_ts: str | None = None
         self._clock = LogClock()
         self._wrapped: tuple[int, str | None, Stamp | None] = (0, None, None)  # the last wrapped physical line
+        self._retimed_before = 0  # lines before this one were re-timed (clock.take_retiming)
         self._on_unrecognized = on_unrecognized
         self.unrecognized_sample: list[tuple[int, str]] = []
         self._counts = {"events": 0, "unrecognized": 0, "blank": 0, "ignored": 0, "truncated": 0}
@@ -213,10 +214,12 @@ class Engine:
                 return
             taken = 0
             if self._records.takes_plain_lines():  # else the line closes the open traceback
+                self._note_server_time(_iso(stamps[i][0]), lineno + i)
                 taken = self._machine.feed_plain(stamps[i:] if i else stamps, lineno + i)
             if taken:
                 self._counts["events"] += taken
                 self._last_ts = stamps[i + taken - 1][0].decode("ascii").replace(" ", "T", 1)
+                self._note_server_time(self._last_ts, lineno + i)
                 self._warning_tail = 0
                 i += taken
             if i < n:
@@ -282,7 +285,9 @@ class Engine:
         stamps = _QUIET_STAMP.findall(data)
         first, last = stamps[0], stamps[-1]
         self._warning_tail = 0
+        self._note_server_time(_iso(first), lineno)
         self._last_ts = self._clock.resolve(Stamp(int(last[:4]), int(last[5:7]), int(last[8:10]), last[11:19].decode()))
+        self._note_server_time(_iso(max(stamps)), lineno)
         self._machine.note_lines(_iso(first), _iso(max(stamps)), lineno + n - 1)
         return n
 
@@ -317,6 +322,7 @@ class Engine:
                 self._counts["blank"] += 1
             return
         ts = self._clock.of(env)
+        self._retime_lines_before(line.lineno)
         if ts is not None:
             if not self._gate_open and self._since is not None and ts >= self._since:
                 self._gate_open = True
@@ -410,7 +416,7 @@ class Engine:
 
     def _info(self, line: LogicalLine, env: Envelope, ts: str | None) -> LineInfo:
         return LineInfo(
-            ts_wrapper=self._clock.provisional(env),
+            ts_wrapper=self._clock.dated_by_wrapper(env),
             line=line.lineno,
             offset=line.offset,
             raw=line.text[:MAX_RAW_CHARS],
@@ -420,7 +426,22 @@ class Engine:
             writer=env.writer,
         )
 
+    def _note_server_time(self, ts: str, lineno: int) -> None:
+        """SGLang printed ``ts`` at line ``lineno`` (a line read in bulk)."""
+        self._clock.note_server_time(ts)
+        self._retime_lines_before(lineno)
+
+    def _retime_lines_before(self, lineno: int) -> None:
+        """At SGLang's first stamp: the lines before it were dated by a wrapper in a zone not known
+        then; the times they gave move (clock.take_retiming), before this line's time is folded in."""
+        retiming = self._clock.take_retiming()
+        if retiming is not None:
+            self._machine.retime(retiming)
+            self._retimed_before = lineno
+
     def _emit(self, event: ev.EventBase, out: list[ev.EventBase]) -> None:
+        if event.line < self._retimed_before:
+            event.ts = self._clock.retime(event.ts)  # a record opened before SGLang's first stamp
         self._machine.feed(event)
         out.append(event)
 

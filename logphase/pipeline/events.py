@@ -34,7 +34,7 @@ class EventBase(BaseModel):
     ts_inherited: bool = Field(default=False, description="true when ts came from an earlier line")
     ts_wrapper: bool = Field(
         default=False,
-        description="true when ts is a wrapper's time (docker, CI ...) whose offset to SGLang's zone is not known yet",
+        description="true when ts is a wrapper's time (docker, CI ...), not SGLang's own: it never starts a new run",
     )
     rank: str | None = Field(default=None, description="rank tags as printed: 'TP0', 'DP0 TP1 EP1', 'rank0'")
     writer: str | None = Field(

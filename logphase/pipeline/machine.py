@@ -3,11 +3,13 @@
 Driven by the table in ``phases.py``. Per rank, a phase is entered on its first evidence and
 closed by its end marker or by the rank entering a later phase. The server's phase is the
 furthest any rank of the run has entered. A new run starts at a second ``server_args=`` dump,
-at a phase marker going backwards after the run finished, or when timestamps jump back.
+at a phase marker going backwards after the run finished, or when the server's own timestamps
+jump back (never a wrapper's: its clock disagreeing with the server's is no evidence of a run).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from operator import itemgetter
 
 from logphase.pipeline import events as ev
@@ -174,6 +176,11 @@ class PhaseMachine:
             if run.first_entry is None and assessment.phase is not None and assessment.severity is not Severity.NOTE:
                 # nothing before it named a phase: the run is first seen where the failure struck
                 run.first_entry = (assessment.phase, event.line)
+
+    def retime(self, moved: Callable[[str], str]) -> None:
+        """Move every time held so far (the wrapper's, before SGLang's zone was known)."""
+        for run in self.runs:
+            run.retime(moved)
 
     def note_line(self, ts: str, line: int) -> None:
         """An SGLang log line that is no known message: it moves the run's clock, and shows that

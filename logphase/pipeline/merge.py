@@ -6,7 +6,8 @@
 
 Works on reports alone (a log read now or a saved ``--json`` report), so every face can merge.
 Node clocks differ: each node's times are moved onto the first node's clock by the skew measured
-on an event all nodes pass together (distributed init completes when the last node joins). The
+on an event all nodes pass together (distributed init completes when the last node joins; else a
+collective NCCL's watchdog timed out on both nodes, by its sequence number), or taken as zero. The
 root across nodes is chosen by what the lines say first (an error stated beats a failure without
 its error beats an echo) and by time only among equals, so no skew turns an echo into the root.
 """
@@ -35,7 +36,7 @@ from logphase.pipeline.report import (
     Report,
     rank_sort_key,
 )
-from logphase.pipeline.runs import seconds_between
+from logphase.pipeline.runs import duration_between, seconds_between
 
 Role = Literal["server", "prefill", "decode", "router"]
 
@@ -44,7 +45,14 @@ _COMMON_EVENTS: tuple[tuple[Phase, Literal["start", "end"]], ...] = (
     (Phase.DISTRIBUTED_INIT, "end"),  # the rendezvous completes when the last node has joined
     (Phase.WEIGHT_LOADING, "start"),  # what every rank does right after it
 )
-_SEVERITY_ORDER = {"root": 0, "unstated": 1, "echo": 2}
+# PyTorch's NCCL watchdog: the collective (its group's sequence number and kind) and how long it ran,
+# so when it began; the ranks that wait in one collective began it together
+_WATCHDOG_WORK = re.compile(r"(?:PG ID (\d+).*?)?WorkNCCL\(SeqNum=(\d+), OpType=(\w+).*?\) ran for (\d+) milliseconds")
+_SEVERITY_ORDER = {"root": 0, "unstated": 1, "echo": 3}
+# a node that timed out waiting for its peers (a collective, a rendezvous) states only that it
+# waited: across nodes it is the echo of the node that stopped (its crash, even unstated, comes first)
+_WAITED_ON_PEERS = frozenset({Cause.DISTRIBUTED_TIMEOUT})
+_WAITED_ORDER = 2
 # the SGLang router (Rust; the model gateway's 'smg' in later versions) and its Python launcher
 _ROUTER_LINE = re.compile(rb"(?:sglang_router\w*|smg)::\S+|SGLang Router starting|Starting router on")
 _ROUTER_READY = re.compile(rb"Router ready|All \d+ workers are healthy|workers? (?:are|is) healthy")
@@ -58,7 +66,7 @@ class NodeClock(BaseModel):
     source: str = Field(description="the log of that node")
     skew_s: float | None = Field(
         description="how far this node's clock is ahead of the first node's (negative: behind); its times are "
-        "moved back by it. null when no event common to both nodes shows it (times are then taken as printed)"
+        "moved back by it. null when no event common to both nodes shows it: the skew is then taken as zero (times as printed)"
     )
     basis: str | None = Field(default=None, description="the common event the skew was measured on")
 
@@ -104,13 +112,19 @@ def _role(report: Report, router: bool) -> Role:
     return "prefill" if mode == "prefill" else "decode" if mode == "decode" else "server"
 
 
-def _server_key(report: Report, role: Role, index: int) -> tuple[object, ...]:
+def _server_key(report: Report, role: Role, index: int) -> tuple[object, ...] | None:
     """Logs with the same key are nodes of one server: one multi-node launch (same model, same
-    rendezvous address, same node count), each with its own --node-rank."""
+    rendezvous address, same node count), each with its own --node-rank. None: the log's lines
+    do not say which launch it belongs to (no server_args: torchrun workers, a window of a longer
+    log), so it is a node of the deployment the user named with --merge."""
     config = report.config
     nnodes = config.get("nnodes")
-    if role == "router" or not isinstance(nnodes, int) or nnodes < 2:
+    if role == "router":
         return ("alone", index)
+    if not isinstance(nnodes, int):
+        return None
+    if nnodes < 2:
+        return ("alone", index)  # its server_args say it is a whole server on one node
     return (role, config.get("model_path"), config.get("dist_init_addr"), nnodes, config.get("tp_size"))
 
 
@@ -148,11 +162,23 @@ def merge(reports: Sequence[Report], routers: Iterable[int] = ()) -> MergedRepor
     router_set = set(routers)
     groups: dict[tuple[object, ...], list[int]] = {}
     roles: dict[tuple[object, ...], Role] = {}
+    unsaid: list[tuple[int, Role]] = []
     for i, report in enumerate(reports):
         role = _role(report, i in router_set)
         key = _server_key(report, role, i)
+        if key is None:
+            unsaid.append((i, role))
+            continue
         groups.setdefault(key, []).append(i)
         roles[key] = role
+    for i, role in unsaid:
+        # --merge means one deployment: a log that does not say which server it belongs to is a
+        # node of the first multi-node server of its role, else of the role's one server
+        key = next((k for k, r in roles.items() if r == role and k[0] != "alone"), (role, "nodes"))
+        groups.setdefault(key, []).append(i)
+        roles[key] = role
+    order = {key: min(members) for key, members in groups.items()}
+    groups = {key: sorted(groups[key]) for key in sorted(groups, key=order.__getitem__)}
     servers = [_server(roles[key], [reports[i] for i in members]) for key, members in groups.items()]
     outcomes = {s.report.outcome for s in servers}
     outcome: Outcome = "failed" if "failed" in outcomes else "ready" if outcomes == {"ready"} else "starting"
@@ -214,7 +240,7 @@ def _server(role: Role, members: list[Report]) -> ServerView:
         phase=phase,
         phases=phases,
         unaccounted=gaps_between(phases),
-        total_startup_s=None if partial or not starts else seconds_between(min(starts), end),
+        total_startup_s=None if partial or not starts else duration_between(min(starts), end),
         ranks=sorted(rank_nodes, key=rank_sort_key),
         runs=max(r.runs for r in members),
         run=leader.run,
@@ -254,7 +280,30 @@ def _clock(first: Report, node: Report, name: str) -> NodeClock:
         skew = seconds_between(_edge(first, phase, edge), _edge(node, phase, edge))
         if skew is not None:
             return NodeClock(node=name, source=node.source, skew_s=skew, basis=f"{phase.value} {edge}")
+    theirs, ours = _timed_out_collectives(first), _timed_out_collectives(node)
+    shared = sorted(set(theirs) & set(ours))
+    if shared:
+        group, seq, kind = shared[0]
+        skew = seconds_between(theirs[shared[0]], ours[shared[0]])
+        return NodeClock(node=name, source=node.source, skew_s=skew, basis=f"watchdog SeqNum={seq} ({kind}, group {group}) began")
     return NodeClock(node=name, source=node.source, skew_s=None)
+
+
+def _timed_out_collectives(report: Report) -> dict[tuple[int, int, str], str]:
+    """When each collective a watchdog timed out on this node began (the watchdog's time less how
+    long it ran), by process group, sequence number and kind: the first rank's."""
+    failure = report.failure
+    if failure is None:
+        return {}
+    out: dict[tuple[int, int, str], str] = {}
+    for message, ts in [(failure.message, failure.ts), *((c.message, c.ts) for c in failure.consequences)]:
+        m = _WATCHDOG_WORK.search(message)
+        if m is None or ts is None:
+            continue
+        began = datetime.fromisoformat(ts) - timedelta(milliseconds=int(m.group(4)))
+        key = (int(m.group(1) or 0), int(m.group(2)), m.group(3))
+        out[key] = min(out.get(key, "~"), began.isoformat(timespec="microseconds"))
+    return out
 
 
 def shift(ts: str | None, seconds: float) -> str | None:
@@ -299,7 +348,7 @@ def _phases(members: list[Report], shifts: list[float], qualified: list[dict[str
                 name=phase,
                 start=start,
                 end=end,
-                duration_s=seconds_between(start, end if end is not None else open_until),
+                duration_s=duration_between(start, end if end is not None else open_until),
                 first_line=first_node[3].first_line,
                 last_line=last_node[3].last_line if end is not None else None,
                 lower_bound=any(p.lower_bound for *_, p in seen),
@@ -328,7 +377,7 @@ def _failure(members: list[Report], shifts: list[float], qualified: list[dict[st
     def key(item: tuple[Report, float, dict[str, str]]) -> tuple[int, str]:
         f = item[0].failure
         assert f is not None
-        return (_SEVERITY_ORDER[f.severity], shift(f.ts, item[1]) or "~")
+        return (_says_first(f), shift(f.ts, item[1]) or "~")
 
     root_report, root_shift, root_names = min(failed, key=key)
     root = root_report.failure
@@ -362,6 +411,14 @@ def _failure(members: list[Report], shifts: list[float], qualified: list[dict[st
             "consequences": consequences[:50],
         }
     )
+
+
+def _says_first(failure: FailureReport) -> int:
+    """How much a node's failure says about the root, most first: an error stated, a failure
+    without its error, a timeout waiting for the other nodes, an echo."""
+    if failure.severity == "root" and failure.cause in _WAITED_ON_PEERS:
+        return _WAITED_ORDER
+    return _SEVERITY_ORDER[failure.severity]
 
 
 def _end_time(members: list[Report], shifts: list[float], outcome: Outcome, failure: FailureReport | None) -> str | None:

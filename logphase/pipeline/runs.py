@@ -3,6 +3,7 @@ entered, as spans of time and lines), its incidents and the facts its lines gave
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -16,6 +17,13 @@ def seconds_between(a: str | None, b: str | None) -> float | None:
     if a is None or b is None:
         return None
     return round((_parse_ts(b) - _parse_ts(a)).total_seconds(), 3)
+
+
+def duration_between(a: str | None, b: str | None) -> float | None:
+    """How long from ``a`` to ``b``: never negative (times from clocks that disagree, a wrapper's
+    and the server's, may put an end a moment before its start)."""
+    seconds = seconds_between(a, b)
+    return None if seconds is None else max(seconds, 0.0)
 
 
 _TS_CACHE: dict[str, datetime] = {}
@@ -111,6 +119,20 @@ class Run:
     requests_posted: int = 0  # POST requests served before ready (the warmup sends one)
     node_ranks: set[object] = field(default_factory=set)  # the --node-rank of each server_args dump
     retired: bool = False  # an early run of a file with many: only its place is kept (machine.KEEP_RUNS)
+
+    def retime(self, moved: Callable[[str], str]) -> None:
+        """Every time the run holds, moved (lines dated by a wrapper before its zone was known)."""
+
+        def move(ts: str | None) -> str | None:
+            return None if ts is None else moved(ts)
+
+        self.first_ts, self.last_ts, self.ready_ts = move(self.first_ts), move(self.last_ts), move(self.ready_ts)
+        self.clock_by_writer = {writer: moved(ts) for writer, ts in self.clock_by_writer.items()}
+        for track in self.tracks.values():
+            for span in track.spans.values():
+                span.start, span.end = move(span.start), move(span.end)
+        for event in [i.event for i in self.incidents] + [*self.overrides, *self.bars.values()]:
+            event.ts = move(event.ts)
 
     def retire(self) -> Run:
         """What is kept of an early run once many follow it: its number and its lines."""
