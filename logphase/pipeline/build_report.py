@@ -157,8 +157,14 @@ def _failure(run: Run) -> tuple[FailureReport | None, Phase | None]:
     root = _root(run)
     if root is None:
         return None, None
-    # nothing says where: before any phase marker, the server was launching
-    phase = root.assessment.phase or root.track_phase or run.furthest_phase() or Phase.LAUNCH
+    # nothing says where: where the log starts (a window: the phase its first evidence names, as its
+    # partial_log warning says); before any phase marker of a whole log, the server was launching
+    started_in = run.first_entry[0] if run.first_entry is not None else Phase.LAUNCH
+    seen = root.track_phase or run.furthest_phase()
+    floor = root.assessment.floor  # its frames show it past this phase
+    if floor is not None and (seen is None or seen.order < floor.order):
+        seen = floor
+    phase = root.assessment.phase or seen or started_in
     if run.ready_line is not None and root.event.line > run.ready_line:
         phase = phase if phase is Phase.READY else Phase.READY
     elif phase is Phase.READY and run.ready_line is None and run.furthest_phase() is Phase.WARMUP:
