@@ -80,6 +80,8 @@ def build_report(
         unaccounted=_unaccounted(phases, None if ready else end_ts, run, failure),
         total_startup_s=None if run.partial else _total(run, end_ts, phases, outcome),
         ranks=ranks,
+        ready_at=run.ready_ts if _saw_ready(run) else None,
+        ready_line=run.ready_line if _saw_ready(run) else None,
         runs=len(machine.runs),
         run=run.index,
         run_start_line=run.start_line,
@@ -192,8 +194,23 @@ def _failure(run: Run) -> tuple[FailureReport | None, Phase | None]:
         hint=root.assessment.hint or hint(root.assessment.cause, phase, config, facts),
         consequences=consequences[:50],
         severity=_SEVERITY_WORD.get(root.assessment.severity, "echo"),
+        while_serving=phase is Phase.READY,
+        after_ready_s=_after_ready(run, root.event.ts) if phase is Phase.READY else None,
     )
     return report, phase
+
+
+def _saw_ready(run: Run) -> bool:
+    """Whether the log shows the server becoming ready: not a log that starts while it serves (its
+    first serving line is not when it became ready)."""
+    starts_serving = run.partial and run.first_entry is not None and run.first_entry[0] is Phase.READY
+    return run.ready_line is not None and not starts_serving
+
+
+def _after_ready(run: Run, failed_at: str | None) -> float | None:
+    """How long the server had been serving when it failed; None when either time is unknown."""
+    serving = seconds_between(run.ready_ts, failed_at) if _saw_ready(run) else None
+    return serving if serving is not None and serving >= 0 else None
 
 
 _SEVERITY_WORD: dict[Severity, Literal["root", "unstated", "echo"]] = {
