@@ -11,13 +11,18 @@ counts the open traceback as ``finish`` would); a cut inside a line finishes a c
 from __future__ import annotations
 
 import copy
+import importlib.util
 import random
 import re
 from collections.abc import Iterator
 
 import pytest
 
-from logphase import Engine, Phase, Report, parse_bytes
+from logphase import Engine, Follower, FollowOptions, Phase, Report, parse_bytes
+from logphase.faces.follow_records import FailureRecord, PhaseRecord
+from logphase.faces.text import render_text
+from logphase.faces.timeline import render_html
+from logphase.faces.wording import headline
 from logphase.pipeline import events as ev
 from tests.conftest import fixture_logs
 
@@ -165,3 +170,40 @@ def test_a_window_whose_root_names_no_phase_fails_where_the_log_starts() -> None
     report = parse_bytes(window, source="x")
     assert report.failure is not None and report.failure.line == 5  # TP0's error is the root
     assert report.phase is Phase.READY and not warning_contradictions(report)
+
+
+# -- every face shows the report's one phase --------------------------------------------------------
+
+FACE_CASES = {
+    "serving window": SERVING_WINDOW,
+    "kv_no_room cut in a statement": FIXTURES["kv_no_room_v0523"][:4421],
+    "ray_wrapped_oom": FIXTURES["ray_wrapped_oom"],
+    "c10d window": b"".join(FIXTURES["c10d_watchdog_abort"].splitlines(keepends=True)[57:]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(FACE_CASES))
+def test_every_face_shows_the_reports_phase(case: str) -> None:
+    data = FACE_CASES[case]
+    report = parse_bytes(data, source="x")
+    assert report.phase is not None
+    words = "while serving" if report.failure is not None and report.failure.while_serving else f" in {report.phase.value}"
+    assert words in render_text(report).splitlines()[0]
+    assert headline(report) in render_html(report)
+    follower = Follower("x", FollowOptions(until="eof"), now=0.0)
+    records = [*follower.feed(data, 0.0), *follower.finish()]
+    failures = [r for r in records if isinstance(r, FailureRecord)]
+    if report.failure is not None:
+        assert failures and failures[-1].phase is report.phase
+    entered = [r.phase for r in records if isinstance(r, PhaseRecord)]
+    assert not entered or max(p.order for p in entered) <= report.phase.order
+    if importlib.util.find_spec("prometheus_client") is not None:
+        from logphase.faces.metrics import ReportCollector
+
+        shown = [
+            s.labels["phase"]
+            for f in ReportCollector(lambda: (report, None), "t").collect()
+            for s in f.samples
+            if s.name == "logphase_phase" and s.value == 1.0
+        ]
+        assert shown == [report.phase.value]
