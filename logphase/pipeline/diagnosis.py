@@ -244,4 +244,5 @@ def _assess_dump(e: ev.FatalSignal) -> Assessment:
     it, a C++ or runtime error, states why); without its first line it is a window on a crash."""
     reading = read_error(e.message)
     cause = Cause.UNKNOWN if e.headerless else (reading.cause or Cause.PYTHON_EXCEPTION)
-    return Assessment(Severity.UNSTATED, cause, frames_phase(e.frames), e.message, None, None if e.headerless else reading.hint)
+    hint = None if e.headerless else reading.hint
+    return Assessment(Severity.UNSTATED, cause, frames_phase(e.frames), e.message, None, hint, frames_floor(e.frames))
