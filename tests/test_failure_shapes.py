@@ -236,13 +236,47 @@ def test_resource_tracker_after_a_finished_serving_stop_is_no_failure() -> None:
     assert r.outcome == "ready"
 
 
-def test_a_cut_statement_names_the_phase_of_a_cut_traceback() -> None:
-    r = _parse(
-        START + "[2026-05-09 09:20:03 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
-        '  File "/sgl/python/sglang/srt/model_executor/model_runner.py", line 191, in initialize\n'
-        "    self.load_mo"
-    )
+CUT_IN_INITIALIZE = (
+    START + "[2026-05-09 09:20:03 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+    '  File "/sgl/python/sglang/srt/model_executor/model_runner.py", line 191, in initialize\n'
+)
+
+
+def test_a_whole_call_in_a_cut_statement_names_the_phase_of_a_cut_traceback() -> None:
+    r = _parse(CUT_IN_INITIALIZE + "    self.load_model(self.server_args, devi")
     assert r.failure is not None and (r.failure.cause.value, r.phase) == ("unknown", "weight_loading")
+
+
+@pytest.mark.parametrize("cut", ["    self.init_", "    self.init_cuda_gr", "    self.capture_one", "    self.init_memory_p"])
+def test_a_name_cut_short_is_no_evidence(cut: str) -> None:
+    """The input ends inside a name: five letters are a guess. What stands is the whole frame
+    above it: ModelRunner.initialize runs after distributed init, from the weights on."""
+    r = _parse(CUT_IN_INITIALIZE + cut)
+    assert r.failure is not None and (r.failure.cause.value, r.phase) == ("unknown", "weight_loading")
+
+
+def test_a_frame_in_a_function_of_several_phases_is_only_a_lower_bound() -> None:
+    """initialize runs weight loading, the pools and the graphs: its frame does not overrule the
+    rank's own markers of a later phase."""
+    pool = (
+        "[2026-05-09 09:20:03 TP0] Load weight end. type=M, avail mem=20.00 GB, mem usage=27.00 GB.\n"
+        "[2026-05-09 09:20:03 TP0] KV Cache is allocated. #tokens: 100000, K size: 6.00 GB, V size: 6.00 GB\n"
+    )
+    header = "[2026-05-09 09:20:03 TP0] Scheduler"
+    r = _parse((CUT_IN_INITIALIZE + "    self.init_").replace(header, pool + header))
+    assert r.failure is not None and r.phase == "memory_pool"
+
+
+@pytest.mark.parametrize("function", ["init_cuda_gr", "capture_one", "init_memory_p", "init_memory_pool"])
+def test_a_frame_line_cut_inside_its_function_is_no_evidence(function: str) -> None:
+    """Even a cut that leaves a whole name of the table ('init_memory_pool' of
+    'init_memory_pool_and_cache') says nothing: the line was cut."""
+    r = _parse(CUT_IN_INITIALIZE + f'  File "/sgl/python/sglang/srt/model_executor/model_runner.py", line 9, in {function}')
+    assert r.failure is not None and r.phase == "weight_loading"
+    whole = _parse(
+        CUT_IN_INITIALIZE + '  File "/sgl/python/sglang/srt/model_executor/model_runner.py", line 9, in init_memory_pool\n'
+    )
+    assert whole.phase == "memory_pool"  # the same frame whole is evidence
 
 
 def test_a_watchdog_timeout_strikes_while_serving_and_in_warmup_before_ready() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from logphase.pipeline.classify import DISPATCHED
+from logphase.pipeline.functions import SERVER_FUNCTIONS, call_phase, frame_phase, table_problems
 from logphase.pipeline.grammars import GRAMMAR_SOURCES, defined_rules, message_rules, used_rules
 from logphase.pipeline.messages import MESSAGES, transitions
 from logphase.pipeline.phases import PHASE_ORDER, Phase, Role, Transition, validate_table
@@ -61,3 +62,56 @@ def test_no_dead_rules(grammar: str) -> None:
 
 def test_every_message_grammar_is_dispatched_or_assembled() -> None:
     assert set(MESSAGE_GRAMMARS) == {*DISPATCHED, "traceback"}
+
+
+# -- the table of the server's functions by phase (a traceback's frames) ----------------------------
+
+
+def test_the_function_table_is_sound() -> None:
+    assert table_problems() == []
+    assert {f.phase for f in SERVER_FUNCTIONS} == set(PHASE_ORDER)  # every phase has its functions
+
+
+@pytest.mark.parametrize(
+    ("function", "path", "phase"),
+    [
+        ("event_loop_overlap", "/sgl/srt/managers/scheduler.py", Phase.READY),
+        ("on_idle", "/sgl/srt/managers/scheduler.py", Phase.READY),
+        ("capture_one_batch_size", "/sgl/srt/model_executor/cuda_graph_runner.py", Phase.CUDA_GRAPH_CAPTURE),
+        ("__init__", "/sgl/srt/model_executor/cuda_graph_runner.py", Phase.CUDA_GRAPH_CAPTURE),
+        ("CudaGraphRunner.__init__", "/sgl/srt/model_executor/cuda_graph_runner.py", Phase.CUDA_GRAPH_CAPTURE),
+        ("__init__", "/sgl/srt/mem_cache/memory_pool.py", Phase.MEMORY_POOL),
+        ("profile_max_num_token", "/sgl/srt/model_executor/model_runner.py", Phase.MEMORY_POOL),
+        ("load_weights", "/sgl/srt/models/llama.py", Phase.WEIGHT_LOADING),
+        ("init_distributed_environment", "/sgl/srt/distributed/parallel_state.py", Phase.DISTRIBUTED_INIT),
+        ("__post_init__", "/sgl/srt/server_args.py", Phase.LAUNCH),
+        # only whole names, and generic ones only in their file
+        ("__init__", "/sgl/srt/managers/scheduler.py", None),
+        ("capture_one", "/sgl/srt/model_executor/cuda_graph_runner.py", None),
+        ("init_", "/sgl/srt/model_executor/model_runner.py", None),
+        ("forward", "/sgl/srt/model_executor/model_runner.py", None),
+        ("initialize", "/sgl/srt/model_executor/model_runner.py", None),  # a lower bound only
+        (None, "/sgl/srt/model_executor/model_runner.py", None),
+    ],
+)
+def test_a_frame_names_a_phase_only_by_a_whole_function_of_the_table(
+    function: str | None, path: str, phase: Phase | None
+) -> None:
+    assert frame_phase(function, path) is phase
+
+
+@pytest.mark.parametrize(
+    ("statement", "phase"),
+    [
+        ("self.model = self.loader.load_model(", Phase.WEIGHT_LOADING),
+        ("self.cuda_graph_runner = CudaGraphRunner(self)", Phase.CUDA_GRAPH_CAPTURE),
+        (") = self.capture_one_batch_size(bs, forward", Phase.CUDA_GRAPH_CAPTURE),  # 'forward' is cut: no call
+        ("self.init_memory_pool(total_gpu_memory, server_args.max_running_requests", Phase.MEMORY_POOL),
+        ("self.init_", None),
+        ("self.load_mo", None),
+        ("return func(*args, **kwargs)", None),
+        (None, None),
+    ],
+)
+def test_a_statement_names_a_phase_only_by_a_whole_call(statement: str | None, phase: Phase | None) -> None:
+    assert call_phase(statement) is phase

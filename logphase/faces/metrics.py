@@ -83,6 +83,12 @@ class ReportCollector:
             f = report.failure
             failure.add_metric([f.cause.value, f.phase.value if f.phase else ""], 1.0)
         yield failure
+        serving = GaugeMetricFamily(
+            "logphase_failed_while_serving",
+            "1 once the server failed while serving: its start-up succeeded (logphase_startup_seconds is launch to ready)",
+        )
+        serving.add_metric([], 1.0 if report is not None and report.failure is not None and report.failure.while_serving else 0.0)
+        yield serving
         total = GaugeMetricFamily("logphase_startup_seconds", "launch to ready (or to the failure), once known")
         if report is not None and report.outcome != "starting" and report.total_startup_s is not None:
             total.add_metric([], report.total_startup_s)

@@ -3,7 +3,7 @@ one headline, one way to write a duration, one way to shorten a message."""
 
 from __future__ import annotations
 
-from logphase.pipeline.report import PhaseReport, Report
+from logphase.pipeline.report import FailureReport, PhaseReport, Report
 
 ELLIPSIS = "…"
 
@@ -54,11 +54,14 @@ def current_phase(report: Report) -> PhaseReport | None:
 
 def headline(report: Report) -> str:
     """'READY after 86 s', 'FAILED in memory_pool after 43 s: kv_cache_insufficient_memory',
+    'READY after 54 s, then FAILED while serving at 07:44:36 (71 s after ready): cuda_oom',
     'STARTING: in weight_loading for 20 s (50 s since launch)'."""
     phase = report.phase.value if report.phase else None
     total = fmt_duration(report.total_startup_s) if report.total_startup_s is not None else None
     if report.outcome == "ready":
         return f"READY after {total}" if total else "READY"
+    if report.outcome == "failed" and report.failure is not None and report.failure.while_serving:
+        return _failed_while_serving(report, report.failure, total)
     if report.outcome == "failed":
         cause = f": {report.failure.cause.value}" if report.failure else ""
         where = f" in {phase}" if phase else ""
@@ -81,11 +84,33 @@ def headline(report: Report) -> str:
     return text + (f" ({'; '.join(notes)})" if notes else "")
 
 
+def _failed_while_serving(report: Report, f: FailureReport, total: str | None) -> str:
+    """'READY after 5.7 min, then FAILED while serving at 15:05:27 (39 min after ready): cuda_oom':
+    a start-up that succeeded, and the failure that came later; without its ready line (a window
+    of a serving log) only the failure."""
+    at = f" at {clock_time(f.ts, report.ready_at)}" if f.ts else ""
+    since = f" ({fmt_duration(f.after_ready_s)} after ready)" if f.after_ready_s is not None else ""
+    failed = f"FAILED while serving{at}{since}: {f.cause.value}"
+    if report.ready_line is None and report.ready_at is None:
+        return failed
+    return f"{'READY after ' + total if total else 'READY'}, then {failed}"
+
+
+def clock_time(ts: str, reference: str | None = None) -> str:
+    """'2026-05-09T15:05:27' -> '15:05:27'; with its date when ``reference`` (an earlier time of
+    the same report) is of another day."""
+    day, _, time = ts.partition("T")
+    if not time:
+        return ts
+    same_day = reference is None or reference.partition("T")[0] == day
+    return time[:8] if same_day else f"{day} {time[:8]}"
+
+
 def describe_failure(report: Report, limit: int = 160) -> str:
     """'kv_cache_insufficient_memory in memory_pool on TP0 at line 20: RuntimeError: Not enough ...'"""
     f = report.failure
     if f is None:
         return "no failure"
-    where = f" in {f.phase.value}" if f.phase else ""
+    where = " while serving" if f.while_serving else (f" in {f.phase.value}" if f.phase else "")
     rank = f" on {f.rank}" if f.rank else ""
     return f"{f.cause.value}{where}{rank} at line {f.line}: {first_line(f.message, limit)}"

@@ -80,6 +80,8 @@ def build_report(
         unaccounted=_unaccounted(phases, None if ready else end_ts, run, failure),
         total_startup_s=None if run.partial else _total(run, end_ts, phases, outcome),
         ranks=ranks,
+        ready_at=run.ready_ts if _saw_ready(run) else None,
+        ready_line=run.ready_line if _saw_ready(run) else None,
         runs=len(machine.runs),
         run=run.index,
         run_start_line=run.start_line,
@@ -157,8 +159,14 @@ def _failure(run: Run) -> tuple[FailureReport | None, Phase | None]:
     root = _root(run)
     if root is None:
         return None, None
-    # nothing says where: before any phase marker, the server was launching
-    phase = root.assessment.phase or root.track_phase or run.furthest_phase() or Phase.LAUNCH
+    # nothing says where: where the log starts (a window: the phase its first evidence names, as its
+    # partial_log warning says); before any phase marker of a whole log, the server was launching
+    started_in = run.first_entry[0] if run.first_entry is not None else Phase.LAUNCH
+    seen = root.track_phase or run.furthest_phase()
+    floor = root.assessment.floor  # its frames show it past this phase
+    if floor is not None and (seen is None or seen.order < floor.order):
+        seen = floor
+    phase = root.assessment.phase or seen or started_in
     if run.ready_line is not None and root.event.line > run.ready_line:
         phase = phase if phase is Phase.READY else Phase.READY
     elif phase is Phase.READY and run.ready_line is None and run.furthest_phase() is Phase.WARMUP:
@@ -186,8 +194,23 @@ def _failure(run: Run) -> tuple[FailureReport | None, Phase | None]:
         hint=root.assessment.hint or hint(root.assessment.cause, phase, config, facts),
         consequences=consequences[:50],
         severity=_SEVERITY_WORD.get(root.assessment.severity, "echo"),
+        while_serving=phase is Phase.READY,
+        after_ready_s=_after_ready(run, root.event.ts) if phase is Phase.READY else None,
     )
     return report, phase
+
+
+def _saw_ready(run: Run) -> bool:
+    """Whether the log shows the server becoming ready: not a log that starts while it serves (its
+    first serving line is not when it became ready)."""
+    starts_serving = run.partial and run.first_entry is not None and run.first_entry[0] is Phase.READY
+    return run.ready_line is not None and not starts_serving
+
+
+def _after_ready(run: Run, failed_at: str | None) -> float | None:
+    """How long the server had been serving when it failed; None when either time is unknown."""
+    serving = seconds_between(run.ready_ts, failed_at) if _saw_ready(run) else None
+    return serving if serving is not None and serving >= 0 else None
 
 
 _SEVERITY_WORD: dict[Severity, Literal["root", "unstated", "echo"]] = {

@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 from logphase.pipeline import events as ev
 from logphase.pipeline.causes import Cause, Role
+from logphase.pipeline.functions import call_phase, frame_floor, frame_phase
 from logphase.pipeline.grammars import Parsed, parse
 from logphase.pipeline.phases import Phase
 from logphase.pipeline.signatures import Reading, read_error
@@ -33,42 +34,10 @@ class Assessment(NamedTuple):
     message: str
     line: int | None = None  # the line to jump to, when not the event's first line
     hint: str | None = None  # advice for this error in particular
+    # when the evidence names no phase: the earliest it can have been (a frame in a function that
+    # runs several phases in turn, such as ModelRunner.initialize)
+    floor: Phase | None = None
 
-
-# The innermost frame that names a phase tells where a traceback struck, even without phase markers.
-_FRAME_PHASES: tuple[tuple[re.Pattern[str], Phase], ...] = (
-    (
-        re.compile(r"cuda_graph|graph_runner|GraphRunner|capture|init_device_graphs|init_cuda_graphs|init_all_cuda_graphs"),
-        Phase.CUDA_GRAPH_CAPTURE,
-    ),
-    (
-        re.compile(
-            r"init_memory_pool|profile_max_num_token|profile_available|kv_cache_config|memory_pool|pool_configurator"
-            r"|alloc_memory_pool|init_cache_with_memory_pool|KVCacheConfigurator"
-        ),
-        Phase.MEMORY_POOL,
-    ),
-    (
-        re.compile(
-            r"load_model|load_weights|weight_loader|model_loader|weight_utils|get_model\b|_weights_iterator|snapshot_download"
-        ),
-        Phase.WEIGHT_LOADING,
-    ),
-    (
-        re.compile(
-            r"init_torch_distributed|init_distributed_environment|initialize_model_parallel|init_process_group"
-            r"|init_parallel|tcp_store|rendezvous|parallel_state|PyNcclCommunicator|GroupCoordinator"
-        ),
-        Phase.DISTRIBUTED_INIT,
-    ),
-    (re.compile(r"_execute_server_warmup|_wait_and_warmup|warmup"), Phase.WARMUP),
-    (
-        re.compile(r"event_loop|run_batch|forward_batch|process_batch_result|handle_generate_request|forward_thread_func"),
-        Phase.READY,
-    ),
-    # the main process before any scheduler exists: argument checks, the model config, the tokenizer
-    (re.compile(r"prepare_server_args|check_server_args|server_args\.py$|launch_server\.py$"), Phase.LAUNCH),
-)
 
 _HARNESS_FRAME = re.compile(r"unittest/|/sglang/test/|/_pytest/|pytest|/test_[^/]*\.py$|/tests?/")
 _SERVER_FRAME = re.compile(r"sglang/srt|/torch/|/transformers/|/vllm/|launch_server")
@@ -77,37 +46,29 @@ _FATAL_HEADER = re.compile(r"hit an exception|^Initialization failed")
 
 
 def frames_phase(frames: list[ev.Frame]) -> Phase | None:
-    """The phase the innermost frame that names one points at."""
+    """The phase of the innermost frame whose function the table of the server's functions knows
+    (``functions.SERVER_FUNCTIONS``): the phase the traceback struck in, even without phase markers."""
     for frame in reversed(frames):
-        filename = frame.path.rsplit("/", 1)[-1]
-        for pattern, phase in _FRAME_PHASES:
-            if pattern.search(frame.function or "") or pattern.search(filename):
-                return phase
+        phase = frame_phase(frame.function, frame.path)
+        if phase is not None:
+            return phase
     return None
 
 
-# the names the frame patterns look for, for a call cut mid-word ('self.load_mo' is load_model)
-_PHASE_NAMES = tuple(
-    (word, phase) for pattern, phase in _FRAME_PHASES for word in pattern.pattern.split("|") if re.fullmatch(r"\w+", word)
-)
-_SHORTEST_CUT_NAME = 5
+def frames_floor(frames: list[ev.Frame]) -> Phase | None:
+    """The earliest phase the innermost frame in a function that runs several phases allows."""
+    for frame in reversed(frames):
+        phase = frame_floor(frame.function, frame.path)
+        if phase is not None:
+            return phase
+    return None
 
 
 def statement_phase(statement: str | None) -> Phase | None:
-    """The phase of the call a cut traceback was making: the last name on the innermost frame's
-    source line ('self.load_model()'), or a name cut short at the end of the input ('self.load_mo')."""
-    text = (statement or "").rstrip()
-    calls = re.findall(r"([A-Za-z_]\w*)\s*\(", text)
-    cut = re.search(r"([A-Za-z_]\w*)$", text)  # the input ended inside a name
-    if calls and not cut:
-        return next((phase for pattern, phase in _FRAME_PHASES if pattern.search(calls[-1])), None)
-    if cut is not None:
-        name = cut.group(1)
-        whole = next((phase for pattern, phase in _FRAME_PHASES if pattern.search(name)), None)
-        if whole is not None or len(name) < _SHORTEST_CUT_NAME:
-            return whole
-        return next((phase for word, phase in _PHASE_NAMES if word.startswith(name)), None)
-    return None
+    """The phase of the call a cut traceback was making: the last whole name its innermost frame's
+    source line calls ('self.load_model()'). A name the input ends inside ('self.load_mo') is no
+    evidence: five letters are a guess."""
+    return call_phase(statement)
 
 
 def _known_messages(text: str) -> list[Parsed]:
@@ -235,7 +196,7 @@ def _assess_exception(e: ev.PythonException, after_ready: bool) -> Assessment | 
         message = f"{cut} (last whole frame {where.function} in {where.path}:{where.lineno})" if where else cut
         if e.header:
             message = f"{e.header}: {message}"
-        return Assessment(Severity.UNSTATED, Cause.UNKNOWN, wrapper_phase or frames_at, message)
+        return Assessment(Severity.UNSTATED, Cause.UNKNOWN, wrapper_phase or frames_at, message, floor=frames_floor(e.frames))
     exceptions = [*e.chain, _last(e)]
     readings = [read_error(_exception_text(x)) for x in exceptions]
     if any(r.role is Role.ECHO for r in readings):
@@ -260,6 +221,7 @@ def _assess_exception(e: ev.PythonException, after_ready: bool) -> Assessment | 
         summary,
         _exception_line(e, exceptions[chosen]),
         reading.hint or (header_reading.hint if header_reading else None),
+        frames_floor(e.frames),
     )
 
 
@@ -282,4 +244,5 @@ def _assess_dump(e: ev.FatalSignal) -> Assessment:
     it, a C++ or runtime error, states why); without its first line it is a window on a crash."""
     reading = read_error(e.message)
     cause = Cause.UNKNOWN if e.headerless else (reading.cause or Cause.PYTHON_EXCEPTION)
-    return Assessment(Severity.UNSTATED, cause, frames_phase(e.frames), e.message, None, None if e.headerless else reading.hint)
+    hint = None if e.headerless else reading.hint
+    return Assessment(Severity.UNSTATED, cause, frames_phase(e.frames), e.message, None, hint, frames_floor(e.frames))

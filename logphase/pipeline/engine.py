@@ -394,7 +394,7 @@ class Engine:
             self._counts["events"] += 1
             return
         # the rest of an open traceback (a frame or a call cut mid-word says where it was), or its header
-        consumed, closed = self._records.offer(env, line.lineno, foreign_source(env))
+        consumed, closed = self._records.offer(env, line.lineno, foreign_source(env), cut=True)
         for done in closed:
             self._emit(done, out)
         record = None if consumed else opens_record(env, info) or cut_header(env, info)

@@ -169,8 +169,9 @@ class RecordAssembler:
         record = self._open.get(None)
         return record is None or record.state is State.FRAMES
 
-    def offer(self, env: Envelope, lineno: int, foreign: bool) -> tuple[bool, list[ev.EventBase]]:
-        """Give a line to the open record of its stream. Returns (consumed, closed events)."""
+    def offer(self, env: Envelope, lineno: int, foreign: bool, cut: bool = False) -> tuple[bool, list[ev.EventBase]]:
+        """Give a line to the open record of its stream (``cut``: the input ended inside it). Returns
+        (consumed, closed events)."""
         stream = env.stream
         record = self._open.get(stream)
         if record is None:
@@ -184,7 +185,7 @@ class RecordAssembler:
             if env.torch_rank is None and (record.state is State.FRAMES or not same_writer):
                 return False, []
             return False, self.close(stream)
-        consumed = _continue(record, text, lineno)
+        consumed = _continue(record, text, lineno, cut)
         if consumed is None:
             return False, []  # another writer's line between the frames: the record stays open
         if consumed:
@@ -204,7 +205,7 @@ def _frame(shape: Parsed) -> ev.Frame:
     )
 
 
-def _continue(record: OpenRecord, text: str, lineno: int) -> bool | None:
+def _continue(record: OpenRecord, text: str, lineno: int, cut: bool = False) -> bool | None:
     """Whether ``text`` continues ``record`` (and what it adds to it); None for a line that does
     not, written between its frames by someone else (it leaves the record open)."""
     stripped = text.strip()
@@ -231,7 +232,9 @@ def _continue(record: OpenRecord, text: str, lineno: int) -> bool | None:
                 # frames after the exception line: another traceback, its header not in the log (or
                 # quoted in the message, as Ray's RayTaskError quotes its worker's): read on its own
                 return False
-            record.frames.append(_frame(shape))
+            frame = _frame(shape)
+            # a frame line the input ends in may be cut inside its function's name: no evidence
+            record.frames.append(frame.model_copy(update={"function": None}) if cut else frame)
             record.state = State.FRAMES
             record.statement = None
             return True

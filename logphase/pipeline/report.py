@@ -139,6 +139,14 @@ class FailureReport(BaseModel):
         "traceback, a crash dump, a vanished process); echo: only consequences of an error it does not hold",
     )
     source: str | None = Field(default=None, description="the log the line is in, in a report on several logs (--merge)")
+    while_serving: bool = Field(
+        default=False,
+        description="the failure struck while the server was serving (phase ready): its start-up had succeeded "
+        "(total_startup_s is launch to ready, ready_at when), then it failed at ts",
+    )
+    after_ready_s: float | None = Field(
+        default=None, description="for a failure while serving: the time from ready to the failure, when both are known"
+    )
 
 
 class WarningReport(BaseModel):
@@ -207,6 +215,10 @@ class Report(BaseModel):
         "null when the log starts after the launch (partial_log)"
     )
     ranks: list[str] = Field(description="rank tags as printed; a single-GPU server's scheduler is TP0")
+    ready_at: str | None = Field(
+        default=None, description="when the server became ready (its ready line's time); kept when it failed later"
+    )
+    ready_line: int | None = Field(default=None, description="the line that shows the server ready")
     runs: int = Field(description="runs found in the input")
     run: int = Field(default=1, description="which run (1-based) this report describes: the last unless asked otherwise")
     run_start_line: int = Field(description="the first line of the run this report describes")

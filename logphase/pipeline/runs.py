@@ -81,6 +81,11 @@ class Incident:
     assessment: Assessment
     track_phase: Phase | None  # the phase the reporting rank was in
 
+    def __deepcopy__(self, memo: dict[int, Any]) -> Incident:
+        # never changed once made: a copy of the machine (a report with a traceback still open)
+        # shares it rather than copying its event, the most costly part of the copy
+        return self
+
 
 @dataclass
 class Run:

@@ -22,7 +22,7 @@ from logphase.faces.timeline.style import (
     num,
     text_width,
 )
-from logphase.faces.wording import clip, fmt_duration, headline, plural
+from logphase.faces.wording import clip, clock_time, fmt_duration, headline, plural
 from logphase.pipeline.phases import PHASE_ORDER, Phase
 from logphase.pipeline.report import Report
 
@@ -88,6 +88,8 @@ def _phase_rows(report: Report, tl: Timeline) -> list[tuple[Phase | None, str, s
             state = " (open)"
         if report.failure is not None and report.failure.phase == p.name:
             state = " (failed here)"
+            if report.failure.while_serving and report.failure.ts:
+                state = f" (then failed while serving at {clock_time(report.failure.ts, report.ready_at)})"
         edges = []
         for edge in ("start", "end"):
             values = [v[f"{p.name.value}_{edge}"] for v in avail.values() if f"{p.name.value}_{edge}" in v]
