@@ -1,0 +1,47 @@
+"""What a user sees of the command line itself: usage errors are one line on stderr with exit 2
+(as every other bad input), and the help keeps its examples as written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from logphase.faces import cli
+from logphase.faces.exit_codes import EXIT_USAGE
+
+LOG = str(Path(__file__).resolve().parents[1] / "fixtures" / "logs" / "tp1_success.log")
+
+BAD_INVOCATIONS = [
+    ([], "logphase: error: a command is needed"),
+    (["--bogus"], "logphase: error: unrecognized arguments: --bogus"),
+    (["nope"], "logphase: error: argument COMMAND: invalid choice: 'nope'"),
+    (["parse"], "logphase parse: error: the following arguments are required"),
+    (["parse", LOG, "--bogus"], "logphase parse: error: unrecognized arguments: --bogus"),
+    (["parse", LOG, "-j", "0"], "logphase parse: error: argument --jobs/-j: must be at least 1"),
+    (["parse", LOG, "--run", "x"], "logphase parse: error: argument --run"),
+    (["follow", LOG, LOG, "--bogus"], "logphase follow: error: unrecognized arguments: --bogus"),
+    (["follow", LOG, "--timeout", "soon"], "logphase follow: error: argument --timeout"),
+    (["follow", LOG, "--until", "never"], "logphase follow: error: argument --until"),
+    (["check"], "logphase check: error: the following arguments are required"),
+    (["check", LOG, "-j", "x"], "logphase check: error: argument --jobs/-j: not a number"),
+    (["compare", LOG], "logphase compare: error: the following arguments are required"),
+    (["compare", LOG, LOG, "--bogus"], "logphase compare: error: unrecognized arguments: --bogus"),
+    (["report"], "logphase report: error: the following arguments are required"),
+    (["report", LOG, "--run", "x"], "logphase report: error: argument --run"),
+    (["schema", "--bogus"], "logphase schema: error: unrecognized arguments: --bogus"),
+]
+
+
+@pytest.mark.parametrize(("argv", "start"), BAD_INVOCATIONS, ids=lambda v: " ".join(v) if isinstance(v, list) else None)
+def test_a_usage_error_is_one_line_on_stderr_with_exit_2(argv: list[str], start: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        cli.main(argv)
+    out, err = capsys.readouterr()
+    assert stopped.value.code == EXIT_USAGE
+    assert out == ""
+    assert err.count("\n") == 1 and err.endswith("\n"), err
+    assert err.startswith(start), err
+    command = "logphase" if err.startswith("logphase:") else "logphase " + argv[0]
+    assert err.rstrip().endswith(f"(see {command} --help)")
+    assert "usage:" not in err
