@@ -45,3 +45,36 @@ def test_a_usage_error_is_one_line_on_stderr_with_exit_2(argv: list[str], start:
     command = "logphase" if err.startswith("logphase:") else "logphase " + argv[0]
     assert err.rstrip().endswith(f"(see {command} --help)")
     assert "usage:" not in err
+
+
+TWO_RUNS = str(Path(__file__).resolve().parents[1] / "fixtures" / "logs" / "stale_two_runs.log")
+
+
+def test_parse_run_n_reports_that_run_as_report_run_n_draws_it(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["parse", TWO_RUNS, "--run", "1", "--color", "never"]) == 1
+    first = capsys.readouterr().out.splitlines()[0]
+    assert "FAILED" in first and "(run 1 of 2, from line 1)" in first
+    assert cli.main(["parse", TWO_RUNS, "--color", "never"]) == 0
+    last = capsys.readouterr().out
+    assert cli.main(["parse", TWO_RUNS, "--run", "2", "--color", "never"]) == 0
+    assert capsys.readouterr().out == last and "(run 2 of 2," in last
+    assert cli.main(["parse", TWO_RUNS, "--run", "1", "--json"]) == 1
+    assert '"kv_cache_insufficient_memory"' in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--run", "3"], "--run 3: run 3 does not exist: the log holds 2 run(s)"),
+        (["--run", "0"], "--run 0: runs are numbered from 1"),
+        (["--run", "1", "--events"], "--run picks the report of one run; --events and --unrecognized print the whole log"),
+        ([TWO_RUNS, "--run", "1"], "--run picks a run of one log; with several logs each is read to its last run"),
+        ([TWO_RUNS, "--run", "1", "--merge"], "--run picks a run of one log; with several logs each is read to its last run"),
+    ],
+)
+def test_parse_run_out_of_range_or_with_other_options_is_one_line_exit_2(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["parse", TWO_RUNS, *argv]) == EXIT_USAGE
+    out, err = capsys.readouterr()
+    assert out == "" and err == f"logphase: {message}\n"

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, BinaryIO
 
 if TYPE_CHECKING:
+    from logphase.faces.loading import Saved
     from logphase.pipeline.engine import Engine
     from logphase.pipeline.events import EventBase
     from logphase.pipeline.report import Report
@@ -65,8 +66,9 @@ def open_input(name: str) -> tuple[BinaryIO, str]:
         raise InputError(f"{name}: {exc.strerror or exc}") from None
 
 
-def read_head(handle: BinaryIO, source: str) -> tuple[Report | None, bytes]:
-    """The first block of the input, or the saved report the input is (see logphase.faces.loading)."""
+def read_head(handle: BinaryIO, source: str) -> tuple[Saved | None, bytes]:
+    """The first block of the input, or the saved report the input is (see logphase.faces.loading):
+    one log's, or a merged one."""
     from logphase.faces.loading import NotAReport, saved_report
     from logphase.pipeline.engine import BLOCK_SIZE
 
