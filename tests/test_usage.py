@@ -78,3 +78,11 @@ def test_parse_run_out_of_range_or_with_other_options_is_one_line_exit_2(
     assert cli.main(["parse", TWO_RUNS, *argv]) == EXIT_USAGE
     out, err = capsys.readouterr()
     assert out == "" and err == f"logphase: {message}\n"
+
+
+def test_follow_help_keeps_its_example_as_written(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(["follow", "--help"])
+    lines = capsys.readouterr().out.splitlines()
+    assert "  python -m sglang.launch_server ... > server.log 2>&1 &" in lines
+    assert "  logphase follow server.log --until ready --timeout 900 && run_benchmark" in lines

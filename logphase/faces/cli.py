@@ -46,7 +46,9 @@ def _build_parser() -> tuple[argparse.ArgumentParser, dict[str, tuple[ModuleType
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     modules: dict[str, tuple[ModuleType, argparse.ArgumentParser]] = {}
     for module in COMMANDS:
-        p = sub.add_parser(module.NAME, help=module.HELP, description=module.__doc__)
+        # a command whose description holds an example (follow) keeps its line breaks
+        formatter = getattr(module, "HELP_FORMATTER", argparse.HelpFormatter)
+        p = sub.add_parser(module.NAME, help=module.HELP, description=module.__doc__, formatter_class=formatter)
         module.add_arguments(p)
         modules[module.NAME] = (module, p)
     return parser, modules
