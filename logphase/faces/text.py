@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import IO
 
 from logphase.faces.wording import clip, first_line, fmt_duration, headline, plural
-from logphase.pipeline.report import PhaseReport, RankSpan, Report
+from logphase.pipeline.report import LinesReport, PhaseReport, RankSpan, Report
 from logphase.pipeline.runs import seconds_between
 
 # ANSI SGR codes; used only on a terminal, and never with NO_COLOR set (https://no-color.org)
@@ -119,13 +119,27 @@ def render_text(report: Report, color: bool = False, nodes: Mapping[str, str] | 
         for w in report.warnings:
             line = f" (line {w.line})" if w.line else ""
             out.append(_paint(f"  warning {w.kind}: {clip(w.message, 400)}{line}", "warning", color))
-    counts = report.lines
     out.append("")
-    out.append(
-        f"  lines {counts.total}: {counts.events} in events, {counts.unrecognized} unrecognized, {counts.blank} blank"
-        + (f", {counts.ignored} before --since" if counts.ignored else "")
-    )
+    out.append(f"  lines {line_counts(report.lines)}")
     return "\n".join(out) + "\n"
+
+
+def line_counts(counts: LinesReport) -> str:
+    """'89 (82 physical): 88 in events, 1 unrecognized, 0 blank', parts that add up to the first
+    number (logical lines: a physical line's \\r redraws and glued prefixes are lines of their own),
+    the physical count (as grep -c) beside it when it differs; then what was read in part."""
+    parts = [f"{counts.events} in events", f"{counts.unrecognized} unrecognized", f"{counts.blank} blank"]
+    if counts.ignored:
+        parts.append(f"{counts.ignored} before --since")
+    if counts.truncated:
+        parts.append(f"{counts.truncated} cut short at the end of the input")
+    physical = f" ({counts.physical} physical)" if counts.physical != counts.total else ""
+    partly = []
+    if counts.overlong:
+        partly.append(f"{plural(counts.overlong, 'line')} over 64 KiB read in part")
+    if counts.invalid_utf8:
+        partly.append(f"{plural(counts.invalid_utf8, 'line')} with bytes that are not UTF-8")
+    return f"{counts.total}{physical}: {', '.join(parts)}" + (f"; {', '.join(partly)}" if partly else "")
 
 
 def _base(path: str) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from logphase.faces.text import slowest_rank
+from logphase.faces.text import line_counts, slowest_rank
 from logphase.faces.timeline.drawing import Svg, defs, draw_chart
 from logphase.faces.timeline.layout import Timeline, build_timeline, seconds_since
 from logphase.faces.timeline.style import (
@@ -254,11 +254,7 @@ def render_html(report: Report, nodes: Mapping[str, str] | None = None) -> str:
             )
         out.append("</table>")
     out.append("</section></div>")
-    lines = report.lines
-    out.append(
-        f"<footer>logphase · {lines.total} lines read: {lines.events} in events, {lines.unrecognized} unrecognized, "
-        f"{lines.blank} blank · times are the log's own (no time zone)</footer>"
-    )
+    out.append(f"<footer>logphase · lines {esc(line_counts(report.lines))} · times are the log's own (no time zone)</footer>")
     out.append("</main></body></html>")
     return "\n".join(out) + "\n"
 
