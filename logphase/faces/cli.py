@@ -60,6 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command not in modules:
         if unknown:
             parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+        parser.print_help()  # a bare `logphase`: what there is to run, on stdout; the error stays one line
         parser.error(f"a command is needed, one of: {', '.join(modules)}")
     module, command_parser = modules[args.command]
     if unknown:  # said by the command's parser, which knows its options (argparse has the top one say it)
