@@ -150,3 +150,10 @@ def test_secret_keys_by_their_last_word() -> None:
     not_secret = ["ssl_keyfile", "max_total_tokens", "ds_heavy_token_num", "mask_token", "tokenizer_path", "monkey", "key_path"]
     assert all(is_secret_key(k) for k in secret)
     assert not any(is_secret_key(k) for k in not_secret)
+
+
+def test_the_quick_test_knows_every_trigger_word() -> None:
+    from logphase.pipeline.redact import _TRIGGERS, _may_hold_a_secret
+
+    assert all(_may_hold_a_secret(f"a {word} b") for word in _TRIGGERS)
+    assert not _may_hold_a_secret("[2026-05-09 09:20:00] load weight begin. avail mem=78.53 gb")

@@ -87,7 +87,7 @@ def _is_secret_value(key: str, value: str) -> bool:
 def redact_text(text: str) -> str:
     """The text with every secret in it replaced by ``***`` (see the module's docstring)."""
     low = text.lower()
-    if not any(word in low for word in _TRIGGERS):
+    if not _may_hold_a_secret(low):
         return text
     if "://" in text and "@" in text:
         text = _USERINFO.sub(_userinfo, text)
@@ -96,6 +96,22 @@ def redact_text(text: str) -> str:
     if "hf_" in text or "sk-" in text:
         text = _TOKEN_SHAPES.sub(REDACTED, text)
     return text
+
+
+def _may_hold_a_secret(low: str) -> bool:
+    """Whether the lower-cased line holds one of _TRIGGERS (spelled out: twice as fast as any())."""
+    return (
+        "key" in low
+        or "token" in low
+        or "pass" in low
+        or "secret" in low
+        or "credential" in low
+        or "auth" in low
+        or "signature" in low
+        or "://" in low
+        or "hf_" in low
+        or "sk-" in low
+    )
 
 
 def _userinfo(m: re.Match[str]) -> str:
