@@ -72,13 +72,16 @@ def test_compare_reads_saved_merged_reports(saved: dict[str, Path], capsys: pyte
     assert code in (0, 1) and json.loads(out)["phases"]
 
 
-def test_a_deployment_of_several_servers_is_refused_in_one_line_where_one_startup_is_needed(
+def test_check_checks_each_server_of_a_saved_deployment_and_compare_refuses_it_in_one_line(
     saved: dict[str, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = str(saved["pd_disaggregation"])
-    for argv in (["check", path], ["compare", path, path]):
-        code, out, err = run(argv, capsys)
-        assert code == 2 and out == "" and err.count("\n") == 1 and "merged report of 3 servers" in err
+    code, out, _ = run(["check", path], capsys)
+    assert code == 0 and out.count("expectation") == 3  # prefill, decode and router: each ready
+    code, out, _ = run(["check", path, "--max", "cuda_graph_capture=1"], capsys)
+    assert code == 1 and "cuda_graph_capture" in out
+    code, out, err = run(["compare", path, path], capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1 and "merged report of 3 servers" in err
 
 
 def test_report_draws_a_saved_merged_report(saved: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

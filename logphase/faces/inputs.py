@@ -132,3 +132,20 @@ def read_input(name: str, since: str | None = None, expect: dict[str, str] | Non
     finally:
         if handle is not sys.stdin.buffer:
             handle.close()
+
+
+def read_startups(name: str, since: str | None = None) -> list[Report]:
+    """The startups an input describes: a log's last run, a saved report, or each server of a saved
+    merged report (prefill, decode, router: `check` checks each; nodes of one server are one)."""
+    from logphase.pipeline.engine import Engine
+    from logphase.pipeline.merge import MergedReport
+
+    handle, source = open_input(name)
+    saved, head = read_head(handle, source)
+    if saved is None:
+        engine = Engine(source=source, since=since, collect_events=False)
+        feed_all(engine, handle, source, head=head)
+        return [engine.report()]
+    if since is not None:
+        raise InputError(f"{source}: a saved report; --since applies to logs only")
+    return [server.report for server in saved.servers] if isinstance(saved, MergedReport) else [saved]

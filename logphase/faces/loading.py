@@ -96,15 +96,16 @@ def read_report(handle: BinaryIO, source: str, since: str | None = None, expect:
 def one_report(saved: Saved, source: str) -> Report:
     """The report that a saved document stands for where one is needed: a merged report's server
     (its nodes combined, as `parse --merge` shows it); one with several servers (prefill, decode,
-    router) is refused, as there is no one startup to check or compare."""
+    router) is refused, as there is no one startup to compare (`check` of one such file checks
+    each server: faces/inputs.read_startups)."""
     if isinstance(saved, Report):
         return saved
     if len(saved.servers) == 1:
         return saved.servers[0].report
     roles = ", ".join(server.role for server in saved.servers)
     raise NotAReport(
-        f"{source}: a merged report of {len(saved.servers)} servers ({roles}): check and compare take one startup, "
-        "give the logs (or saved reports) of one server"
+        f"{source}: a merged report of {len(saved.servers)} servers ({roles}): this takes one startup "
+        "(check alone checks each server), give the logs (or saved reports) of one server"
     )
 
 
