@@ -45,7 +45,7 @@ def slowest_rank(p: PhaseReport, nodes: Mapping[str, str] | None = None, all_ran
     if as_long and in_step and all_ranks in (None, len(p.ranks)):
         return "same on all"
     if as_long:
-        rank, span = max(spans, key=lambda kv: seconds_between(p.start, kv[1].end or kv[1].start) or 0.0)
+        rank, span = max(spans, key=lambda kv: _apart(p.start, kv[1].end or kv[1].start) or 0.0)
         last_out = "" if in_step else ", last out"
     else:
         rank, span = max(spans, key=lambda kv: kv[1].duration_s or 0.0)
@@ -58,10 +58,18 @@ def slowest_rank(p: PhaseReport, nodes: Mapping[str, str] | None = None, all_ran
 def _spans_row(p: PhaseReport, span: RankSpan) -> bool:
     """Whether the rank was in the phase from the row's start to its end (within the log's 1 s stamps)."""
     for row, own in ((p.start, span.start), (p.end, span.end)):
-        apart = seconds_between(row, own) if row is not None and own is not None else None
+        apart = _apart(row, own)
         if apart is not None and abs(apart) >= 0.5:
             return False
     return True
+
+
+def _apart(a: str | None, b: str | None) -> float | None:
+    """Seconds from a to b; None when either is missing or not a time (a hand-edited saved report)."""
+    try:
+        return seconds_between(a, b)
+    except ValueError:
+        return None
 
 
 def render_text(report: Report, color: bool = False, nodes: Mapping[str, str] | None = None) -> str:
