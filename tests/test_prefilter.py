@@ -3,14 +3,30 @@ becomes an event must hold one, or the bulk path would count it as unrecognized.
 
 from __future__ import annotations
 
+import importlib.util
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from logphase.pipeline.engine import Engine
+from logphase.pipeline import engine as engine_module
+from logphase.pipeline.engine import Engine, parse_bytes
 from logphase.pipeline.plain import bulk_runs
-from logphase.pipeline.prefilter import event_literals, literal_factors
+from logphase.pipeline.prefilter import PREFILTER_ENV, LiteralFinder, event_finder, event_literals, literal_factors
 from tests.conftest import fixture_logs
+from tests.test_fast_path import LINES, STARTUP, ts
+
+# Hyperscan is the optional extra logphase[fast] (in the test extra too, where it has a wheel): its
+# path is tested where it is installed and skipped, with the reason, where it is not; the re path,
+# which every install has, is tested in both cases (forced with LOGPHASE_PREFILTER=re).
+HAVE_HYPERSCAN = importlib.util.find_spec("hyperscan") is not None
+ENGINES = [
+    "re",
+    pytest.param(
+        "hyperscan",
+        marks=pytest.mark.skipif(not HAVE_HYPERSCAN, reason="hyperscan not installed (pip install 'logphase[fast]')"),
+    ),
+]
 
 
 @pytest.mark.parametrize(
@@ -50,3 +66,53 @@ def test_every_quiet_looking_event_line_holds_a_literal(log: Path) -> None:
             continue
         text = raw.decode()
         assert any(lit in text for lit in literals), f"{log.name}:{number} would be hidden: {text[:120]}"
+
+
+def _mixed_block() -> bytes:
+    """Every line shape of the bulk path's tests, many times over, stamps moving."""
+    return "".join(t.replace("{t}", ts(i)) + "\n" for i in range(40) for t in LINES).encode()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_each_search_engine_finds_exactly_the_lines_holding_a_literal(engine: str) -> None:
+    """Against the plain definition (a line holds one of the literals as a substring), for re
+    always and for Hyperscan where installed: the same lines, so the same reports."""
+    literals = event_literals()[0]
+    data = _mixed_block()
+    finder = LiteralFinder(literals, use_hyperscan=engine == "hyperscan")
+    assert finder.engine == engine
+    found = {data.count(b"\n", 0, hit - 1) for hit in finder.line_hits(data)}
+    expected = {i for i, line in enumerate(data.split(b"\n")) if any(lit.encode() in line for lit in literals)}
+    assert found == expected and len(expected) > 100
+
+
+@pytest.fixture
+def forced_prefilter(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch]:
+    """LOGPHASE_PREFILTER set by the test; the cached finder is dropped before and after so that it
+    is built again under the variable, and quiet runs are looked for from the first byte."""
+    monkeypatch.setattr(engine_module, "QUIET_RUNS_AFTER", 0)
+    event_finder.cache_clear()
+    yield monkeypatch
+    event_finder.cache_clear()
+
+
+def _reports(engine: str, logs: list[bytes], patch: pytest.MonkeyPatch) -> list[dict[str, object]]:
+    patch.setenv(PREFILTER_ENV, engine if engine == "re" else "")
+    event_finder.cache_clear()
+    assert event_finder().engine == engine
+    return [parse_bytes(data, source="x").model_dump(mode="json") for data in logs]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_reports_are_the_same_whichever_engine_the_prefilter_runs_on(engine: str, forced_prefilter: pytest.MonkeyPatch) -> None:
+    """Every fixture and a start-up drowned in quiet lines: the report through the engine under
+    test equals the report of classifying every line (no pre-filter at all)."""
+    logs = [log.read_bytes() for log in fixture_logs()] + [STARTUP + _mixed_block()]
+    through_engine = _reports(engine, logs, forced_prefilter)
+    every_line = []
+    for data in logs:
+        full = Engine(source="x", collect_events=True)  # collecting events takes every line the long way
+        full.feed(data)
+        full.finish()
+        every_line.append(full.report().model_dump(mode="json"))
+    assert through_engine == every_line

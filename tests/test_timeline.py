@@ -224,7 +224,10 @@ def test_every_fixture_draws_its_phases_failure_and_memory(path: Path) -> None:
         assert len(by_class(svg, "lp-failure-marker")) == 1
         assert len(by_class(svg, "lp-echo")) == len(f.consequences)
     if report.memory.avail_gb:
-        assert by_class(svg, "lp-threshold") and by_class(svg, "lp-mem-point")
+        assert by_class(svg, "lp-mem-point")
+        # the memory-pressure threshold is about CUDA graph capture: only on runs that reached it
+        reached_capture = any(p.name.value == "cuda_graph_capture" for p in report.phases)
+        assert bool(by_class(svg, "lp-threshold")) == reached_capture
     for w in report.warnings:
         assert w.kind in text
     # the SVG alone: valid XML, the same facts

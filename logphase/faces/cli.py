@@ -12,6 +12,7 @@ import os
 import sys
 from collections.abc import Sequence
 from types import ModuleType
+from typing import NoReturn
 
 from logphase.faces.commands import check, compare, follow, parse, report, schema
 from logphase.faces.exit_codes import EXIT_INTERRUPTED, EXIT_OUTPUT_CLOSED, EXIT_USAGE
@@ -21,10 +22,20 @@ from logphase.faces.inputs import InputError
 COMMANDS: tuple[ModuleType, ...] = (parse, follow, check, compare, report, schema)
 
 
-def _build_parser() -> tuple[argparse.ArgumentParser, dict[str, ModuleType]]:
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line on stderr, like every other exit 2
+    (argparse prints the usage block, then the error): ``logphase parse: error: ... (see logphase
+    parse --help)``. Subcommands' parsers are of this class too (add_subparsers uses the parent's)."""
+
+    def error(self, message: str) -> NoReturn:
+        one_line = " ".join(message.split())
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {one_line} (see {self.prog} --help)\n")
+
+
+def _build_parser() -> tuple[argparse.ArgumentParser, dict[str, tuple[ModuleType, argparse.ArgumentParser]]]:
     from logphase import __version__
 
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="logphase",
         description="Read an SGLang server log: the startup phase it reached, how long each phase took, "
         "and, if startup failed, the root cause and what to change.",
@@ -33,21 +44,27 @@ def _build_parser() -> tuple[argparse.ArgumentParser, dict[str, ModuleType]]:
     )
     parser.add_argument("--version", action="version", version=f"logphase {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    modules: dict[str, ModuleType] = {}
+    modules: dict[str, tuple[ModuleType, argparse.ArgumentParser]] = {}
     for module in COMMANDS:
-        p = sub.add_parser(module.NAME, help=module.HELP, description=module.__doc__)
+        # a command whose description holds an example (follow) keeps its line breaks
+        formatter = getattr(module, "HELP_FORMATTER", argparse.HelpFormatter)
+        p = sub.add_parser(module.NAME, help=module.HELP, description=module.__doc__, formatter_class=formatter)
         module.add_arguments(p)
-        modules[module.NAME] = module
+        modules[module.NAME] = (module, p)
     return parser, modules
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser, modules = _build_parser()
-    args = parser.parse_args(argv)
-    module = modules.get(args.command)
-    if module is None:
-        parser.print_help()
-        return EXIT_USAGE
+    args, unknown = parser.parse_known_args(argv)
+    if args.command not in modules:
+        if unknown:
+            parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+        parser.print_help()  # a bare `logphase`: what there is to run, on stdout; the error stays one line
+        parser.error(f"a command is needed, one of: {', '.join(modules)}")
+    module, command_parser = modules[args.command]
+    if unknown:  # said by the command's parser, which knows its options (argparse has the top one say it)
+        command_parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         return int(module.run(args))
     except InputError as exc:

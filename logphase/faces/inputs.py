@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, BinaryIO
 
 if TYPE_CHECKING:
+    from logphase.faces.loading import Saved
     from logphase.pipeline.engine import Engine
     from logphase.pipeline.events import EventBase
     from logphase.pipeline.report import Report
@@ -65,8 +66,9 @@ def open_input(name: str) -> tuple[BinaryIO, str]:
         raise InputError(f"{name}: {exc.strerror or exc}") from None
 
 
-def read_head(handle: BinaryIO, source: str) -> tuple[Report | None, bytes]:
-    """The first block of the input, or the saved report the input is (see logphase.faces.loading)."""
+def read_head(handle: BinaryIO, source: str) -> tuple[Saved | None, bytes]:
+    """The first block of the input, or the saved report the input is (see logphase.faces.loading):
+    one log's, or a merged one."""
     from logphase.faces.loading import NotAReport, saved_report
     from logphase.pipeline.engine import BLOCK_SIZE
 
@@ -130,3 +132,20 @@ def read_input(name: str, since: str | None = None, expect: dict[str, str] | Non
     finally:
         if handle is not sys.stdin.buffer:
             handle.close()
+
+
+def read_startups(name: str, since: str | None = None) -> list[Report]:
+    """The startups an input describes: a log's last run, a saved report, or each server of a saved
+    merged report (prefill, decode, router: `check` checks each; nodes of one server are one)."""
+    from logphase.pipeline.engine import Engine
+    from logphase.pipeline.merge import MergedReport
+
+    handle, source = open_input(name)
+    saved, head = read_head(handle, source)
+    if saved is None:
+        engine = Engine(source=source, since=since, collect_events=False)
+        feed_all(engine, handle, source, head=head)
+        return [engine.report()]
+    if since is not None:
+        raise InputError(f"{source}: a saved report; --since applies to logs only")
+    return [server.report for server in saved.servers] if isinstance(saved, MergedReport) else [saved]

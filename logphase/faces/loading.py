@@ -1,19 +1,27 @@
 """A log or a saved ``parse --json`` report, told apart by content: the input of every command.
 
 A report is one JSON object with a ``schema_version``; a log is anything else (a JSON-lines log
-included: it is not one document). Logs are streamed through the engine, never held whole.
+included: it is not one document). Logs are streamed through the engine, never held whole. A
+merged report (``parse --merge --json``: ``servers`` and ``nodes``) is a saved report too: `parse`
+prints it again, and where one report is needed (check, compare) it stands for its server.
 """
 
 from __future__ import annotations
 
 import io
 import os
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO, TypeAlias
 
 import orjson
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from logphase.pipeline.report import SCHEMA_VERSION, Report
+
+if TYPE_CHECKING:
+    from logphase.pipeline.merge import MergedReport
+
+# what a saved JSON document holds: one log's report, or the merged report of a deployment
+Saved: TypeAlias = "Report | MergedReport"
 
 # version 2 only added fields, all with defaults: a saved version-1 report reads as a version 2
 READABLE_SCHEMAS = (1, SCHEMA_VERSION)
@@ -27,7 +35,7 @@ def looks_like_report(head: bytes) -> bool:
     return head.lstrip()[:1] == b"{"
 
 
-def report_from_json(data: bytes, source: str) -> Report | None:
+def report_from_json(data: bytes, source: str) -> Saved | None:
     """The saved report in ``data``; None when it is not one JSON document (a JSON-lines log, say)."""
     try:
         value = orjson.loads(data)
@@ -41,15 +49,20 @@ def report_from_json(data: bytes, source: str) -> Report | None:
             + ", ".join(map(str, READABLE_SCHEMAS))
         )
     value["schema_version"] = SCHEMA_VERSION
+    model: type[BaseModel] = Report
+    if "servers" in value and "nodes" in value:
+        from logphase.pipeline.merge import MergedReport
+
+        model = MergedReport
     try:
-        return Report.model_validate(value)
+        return model.model_validate(value)  # type: ignore[return-value]
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise NotAReport(f"{source}: not a valid logphase report: {where}: {first['msg']}") from None
 
 
-def saved_report(handle: BinaryIO, head: bytes, source: str) -> tuple[Report | None, bytes]:
+def saved_report(handle: BinaryIO, head: bytes, source: str) -> tuple[Saved | None, bytes]:
     """When ``head`` (the first block read from ``handle``) starts a JSON document, read the rest
     and return the saved report in it; otherwise (None, head) and the log goes to the engine. The
     second value is what was read from ``handle`` so far."""
@@ -70,7 +83,7 @@ def read_report(handle: BinaryIO, source: str, since: str | None = None, expect:
     if report is not None:
         if since is not None or expect:
             raise NotAReport(f"{source}: a saved report; --since and --expect apply to logs only")
-        return report
+        return one_report(report, source)
     engine = Engine(source=source, since=since, collect_events=False)
     engine.feed(head)
     if head is first:  # else saved_report read the whole input already
@@ -78,6 +91,22 @@ def read_report(handle: BinaryIO, source: str, since: str | None = None, expect:
             engine.feed(block)
     engine.finish()
     return engine.report(expect)
+
+
+def one_report(saved: Saved, source: str) -> Report:
+    """The report that a saved document stands for where one is needed: a merged report's server
+    (its nodes combined, as `parse --merge` shows it); one with several servers (prefill, decode,
+    router) is refused, as there is no one startup to compare (`check` of one such file checks
+    each server: faces/inputs.read_startups)."""
+    if isinstance(saved, Report):
+        return saved
+    if len(saved.servers) == 1:
+        return saved.servers[0].report
+    roles = ", ".join(server.role for server in saved.servers)
+    raise NotAReport(
+        f"{source}: a merged report of {len(saved.servers)} servers ({roles}): this takes one startup "
+        "(check alone checks each server), give the logs (or saved reports) of one server"
+    )
 
 
 def load(value: object, source: str | None = None) -> Report:

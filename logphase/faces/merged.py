@@ -65,7 +65,7 @@ def render_merged(merged: MergedReport, color: bool) -> str:
     out: list[str] = []
     for server in merged.servers:
         out.append(_server_head(server))
-        out.append(render_text(server.report, color).rstrip("\n"))
+        out.append(render_text(server.report, color, server.rank_nodes).rstrip("\n"))
         out.append("")
     if len(merged.servers) > 1:
         out.append(f"deployment: {merged.outcome.upper()}")

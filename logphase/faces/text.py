@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import IO
 
 from logphase.faces.wording import clip, first_line, fmt_duration, headline, plural
-from logphase.pipeline.report import PhaseReport, Report
+from logphase.pipeline.report import LinesReport, PhaseReport, RankSpan, Report
+from logphase.pipeline.runs import seconds_between
 
 # ANSI SGR codes; used only on a terminal, and never with NO_COLOR set (https://no-color.org)
 _STYLES = {"ready": "1;32", "failed": "1;31", "starting": "1;33", "cause": "31", "warning": "33", "dim": "2", "bold": "1"}
@@ -28,20 +30,52 @@ def _paint(text: str, style: str, color: bool) -> str:
     return f"\x1b[{_STYLES[style]}m{text}\x1b[0m" if color else text
 
 
-def slowest_rank(p: PhaseReport) -> str:
-    """'TP3 32 s', or 'same on all' when every rank took as long (nothing to single out)."""
-    durations = [span.duration_s for span in p.ranks.values() if span.duration_s is not None]
-    if len(p.ranks) < 2 or not durations:
+def slowest_rank(p: PhaseReport, nodes: Mapping[str, str] | None = None, all_ranks: int | None = None) -> str:
+    """'TP3 32 s' (in a merged report with its node: 'TP3 on node1 32 s'), or 'same on all' when
+    every rank spans the phase's own row: as long, from the same start to the same end (and, given
+    ``all_ranks``, every rank of the report is there). A merged server's row runs from the first rank
+    in to the last one out, so ranks that each took as long but started later (another node) are
+    not the same: the last one out is shown ('TP3 on node1 8.0 s, last out')."""
+    spans = [(rank, span) for rank, span in p.ranks.items() if span.duration_s is not None]
+    if len(p.ranks) < 2 or not spans:
         return ""
-    if max(durations) - min(durations) < 0.5:
+    durations = [span.duration_s or 0.0 for _, span in spans]
+    as_long = max(durations) - min(durations) < 0.5
+    in_step = all(_spans_row(p, span) for _, span in spans)
+    if as_long and in_step and all_ranks in (None, len(p.ranks)):
         return "same on all"
-    rank, span = max(p.ranks.items(), key=lambda kv: kv[1].duration_s or 0.0)
-    return f"{rank} {fmt_duration(span.duration_s)}"
+    if as_long:
+        rank, span = max(spans, key=lambda kv: _apart(p.start, kv[1].end or kv[1].start) or 0.0)
+        last_out = "" if in_step else ", last out"
+    else:
+        rank, span = max(spans, key=lambda kv: kv[1].duration_s or 0.0)
+        last_out = ""
+    node = (nodes or {}).get(rank)
+    where = f" on {node}" if node and node not in rank else ""
+    return f"{rank}{where} {fmt_duration(span.duration_s)}{last_out}"
 
 
-def render_text(report: Report, color: bool = False) -> str:
+def _spans_row(p: PhaseReport, span: RankSpan) -> bool:
+    """Whether the rank was in the phase from the row's start to its end (within the log's 1 s stamps)."""
+    for row, own in ((p.start, span.start), (p.end, span.end)):
+        apart = _apart(row, own)
+        if apart is not None and abs(apart) >= 0.5:
+            return False
+    return True
+
+
+def _apart(a: str | None, b: str | None) -> float | None:
+    """Seconds from a to b; None when either is missing or not a time (a hand-edited saved report)."""
+    try:
+        return seconds_between(a, b)
+    except ValueError:
+        return None
+
+
+def render_text(report: Report, color: bool = False, nodes: Mapping[str, str] | None = None) -> str:
+    """``nodes`` (rank -> node, a merged report's) names the node of the slowest rank."""
     out: list[str] = []
-    runs = f" (run {report.runs} of {report.runs}, from line {report.run_start_line})" if report.runs > 1 else ""
+    runs = f" (run {report.run} of {report.runs}, from line {report.run_start_line})" if report.runs > 1 else ""
     out.append(f"{report.source}: {_paint(headline(report), report.outcome, color)}{runs}")
     model = report.config.get("model_path")
     if model is not None:
@@ -66,7 +100,7 @@ def render_text(report: Report, color: bool = False) -> str:
                 still = f" (open, {p.progress.percent} %)" if p.progress is not None else " (open)"
             start = (p.start or "-").replace("T", " ")
             duration = ("≥ " if p.lower_bound else "") + fmt_duration(p.duration_s)
-            out.append(f"  {p.name.value:<20} {start:<20} {duration:>10}  {slowest_rank(p)}{still}")
+            out.append(f"  {p.name.value:<20} {start:<20} {duration:>10}  {slowest_rank(p, nodes)}{still}")
             gap = gaps.get(p.name)
             if gap is not None:
                 where = f"lines {gap.first_line}-{gap.last_line}" if gap.first_line and gap.last_line else ""
@@ -93,13 +127,27 @@ def render_text(report: Report, color: bool = False) -> str:
         for w in report.warnings:
             line = f" (line {w.line})" if w.line else ""
             out.append(_paint(f"  warning {w.kind}: {clip(w.message, 400)}{line}", "warning", color))
-    counts = report.lines
     out.append("")
-    out.append(
-        f"  lines {counts.total}: {counts.events} in events, {counts.unrecognized} unrecognized, {counts.blank} blank"
-        + (f", {counts.ignored} before --since" if counts.ignored else "")
-    )
+    out.append(f"  lines {line_counts(report.lines)}")
     return "\n".join(out) + "\n"
+
+
+def line_counts(counts: LinesReport) -> str:
+    """'89 (82 physical): 88 in events, 1 unrecognized, 0 blank', parts that add up to the first
+    number (logical lines: a physical line's \\r redraws and glued prefixes are lines of their own),
+    the physical count (as grep -c) beside it when it differs; then what was read in part."""
+    parts = [f"{counts.events} in events", f"{counts.unrecognized} unrecognized", f"{counts.blank} blank"]
+    if counts.ignored:
+        parts.append(f"{counts.ignored} before --since")
+    if counts.truncated:
+        parts.append(f"{counts.truncated} cut short at the end of the input")
+    physical = f" ({counts.physical} physical)" if counts.physical != counts.total else ""
+    partly = []
+    if counts.overlong:
+        partly.append(f"{plural(counts.overlong, 'line')} over 64 KiB read in part")
+    if counts.invalid_utf8:
+        partly.append(f"{plural(counts.invalid_utf8, 'line')} with bytes that are not UTF-8")
+    return f"{counts.total}{physical}: {', '.join(parts)}" + (f"; {', '.join(partly)}" if partly else "")
 
 
 def _base(path: str) -> str:

@@ -5,7 +5,6 @@ configuration and memory."""
 from __future__ import annotations
 
 import itertools
-import re
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
@@ -380,14 +379,10 @@ def gaps_between(phases: list[PhaseReport]) -> list[UnaccountedReport]:
     return out
 
 
-# settings whose values are secrets (SGLang redacts some itself from 0.5.22 on, earlier ones did not)
-_SECRET = re.compile(r"(?:^|_)(?:api_key|secret|password|passwd|token|credentials?)$")
-
-
 def _config(run: Run) -> dict[str, Any]:
-    """Every server_args value of the run (secrets replaced), then the scheduler's and timings."""
-    args = run.server_args or {}
-    config = {k: ("<redacted>" if v and _SECRET.search(k) else v) for k, v in args.items()}
+    """Every server_args value of the run (secrets are already ***: pipeline/redact.py, where each
+    line enters the engine), then the scheduler's and timings."""
+    config = dict(run.server_args or {})
     if run.scheduler:
         config["scheduler"] = run.scheduler
     if run.timings:

@@ -27,6 +27,7 @@ from logphase.pipeline.messages import MESSAGES
 from logphase.pipeline.plain import PLAIN_LINES, PLAIN_RUN, bulk_runs
 from logphase.pipeline.prefilter import event_finder
 from logphase.pipeline.records import RecordAssembler, cut_header, line_shape, opens_record
+from logphase.pipeline.redact import redact_text
 from logphase.pipeline.report import LinesReport, Report, normalize_expect
 
 # Raw text kept on an event; the rest of a long line is reachable through its line number.
@@ -300,6 +301,7 @@ class Engine:
     # -- per line -------------------------------------------------------------------------------
 
     def _line(self, line: LogicalLine, out: list[ev.EventBase]) -> None:
+        line = line._replace(text=redact_text(line.text))  # no secret reaches an event, a report or a face
         text = line.text
         env = split_envelope(text) if text.strip() else None
         if env is not None:

@@ -1,18 +1,20 @@
 """The block pre-filter: which lines of a block can carry an event at all.
 
 Every line that a grammar can turn into an event contains one of a set of literals, read off the
-grammars themselves: for each dispatch head, each SGLang head that is searched anywhere in a
-line, and each opener of a multi-line record, the literal strings one of which any match must
-contain (``Load weight begin.``, `` is reset to ``, ``Traceback (most recent call last):`` ...).
-A block is searched for all of them at once, in C (Hyperscan where it is installed, else one
-compiled alternation); lines without any are counted in bulk. The few heads too short to have a
-useful literal (an NCCL host name, a glog level letter) are checked at the start of each line by
-the run regex instead (``weak_heads``). Nothing is listed by hand: a new grammar rule brings its
-own literals, and tests/test_prefilter.py checks that every head yields some.
+grammars themselves: for each dispatch head, each SGLang head that is searched anywhere in a line,
+and each opener of a multi-line record, the literal strings one of which any match must contain
+(``Load weight begin.``, `` is reset to ``, ``Traceback (most recent call last):`` ...). A block is
+searched for all of them at once, in C (Hyperscan where it is installed, the optional extra
+``logphase[fast]``, else one compiled alternation: the same lines, slower); lines without any are
+counted in bulk. The few heads too short to have a useful literal (an NCCL host name, a glog level
+letter) are checked at the start of each line by the run regex instead (``weak_heads``). Nothing is
+listed by hand: a new grammar rule brings its own literals, and tests/test_prefilter.py checks that
+every head yields some.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable, Sequence
 from functools import cache
@@ -175,9 +177,28 @@ def event_literals() -> tuple[frozenset[str], tuple[str, ...]]:
     return frozenset(literals), tuple(weak)
 
 
+# Set to ``re`` to run the pre-filter's search with re even where Hyperscan is installed: the
+# benchmark's without-Hyperscan figures, and the tests that check both paths give the same reports.
+PREFILTER_ENV = "LOGPHASE_PREFILTER"
+
+
+def hyperscan_wanted() -> bool:
+    """Whether the pre-filter may use Hyperscan (the optional extra ``logphase[fast]``) if installed."""
+    return os.environ.get(PREFILTER_ENV, "").strip().lower() != "re"
+
+
 @cache
 def event_finder() -> LiteralFinder:
-    return LiteralFinder(event_literals()[0])
+    return LiteralFinder(event_literals()[0], use_hyperscan=hyperscan_wanted())
 
 
-__all__ = ["LiteralFinder", "event_finder", "event_literals", "head_leads", "leading_literals", "literal_factors"]
+__all__ = [
+    "PREFILTER_ENV",
+    "LiteralFinder",
+    "event_finder",
+    "event_literals",
+    "head_leads",
+    "hyperscan_wanted",
+    "leading_literals",
+    "literal_factors",
+]

@@ -9,6 +9,7 @@ from lark import Token, Transformer
 from lark.exceptions import LarkError
 
 from logphase.pipeline.grammars import parser
+from logphase.pipeline.redact import redact_args
 
 ArgsFormat = Literal["call", "dict", "unparsed"]
 
@@ -86,7 +87,13 @@ _KEY_VALUE = re.compile(r"[{ ,(]'?(\w+)'?[=:] ?('[^']*'|[^,)}]*)")
 
 def parse_server_args(text: str) -> tuple[dict[str, Any], ArgsFormat]:
     """The values of a ``server_args=...`` line, and which form it has; a dump the grammar cannot
-    read whole (cut short, or a value it does not know) gives what its ``key=value`` pairs say."""
+    read whole (cut short, or a value it does not know) gives what its ``key=value`` pairs say.
+    Secrets (api_key, hf_token, a URL's password ...) come out as ``***``: pipeline/redact.py."""
+    args, fmt = _parse_server_args(text)
+    return redact_args(args), fmt
+
+
+def _parse_server_args(text: str) -> tuple[dict[str, Any], ArgsFormat]:
     text = text.strip()
     try:
         tree = parser("server_args").parse(text)

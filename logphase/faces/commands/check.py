@@ -14,7 +14,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from logphase.faces.exit_codes import EXIT_FAILED, EXIT_READY
-from logphase.faces.inputs import InputError, check_since, parse_expect, read_input
+from logphase.faces.inputs import InputError, check_since, parse_expect, read_input, read_startups
 from logphase.faces.options import add_jobs, add_since, add_tolerance
 
 if TYPE_CHECKING:
@@ -93,14 +93,17 @@ def run(args: argparse.Namespace) -> int:
         want.baseline = read_input(args.baseline)
     out = sys.stdout.buffer
     if len(args.files) == 1:
-        report = read_input(args.files[0], args.since)
-        result = check(report, want)
-        if args.json:
-            out.write(orjson.dumps(result.model_dump(mode="json"), option=orjson.OPT_INDENT_2) + b"\n")
-        else:
-            out.write(render_check(result, report, verbose=args.verbose).encode())
+        # one startup, or each server of a saved merged report of a deployment (prefill, decode, router)
+        ok = True
+        for report in read_startups(args.files[0], args.since):
+            result = check(report, want)
+            ok = ok and result.ok
+            if args.json:
+                out.write(orjson.dumps(result.model_dump(mode="json"), option=orjson.OPT_INDENT_2) + b"\n")
+            else:
+                out.write(render_check(result, report, verbose=args.verbose).encode())
         out.flush()
-        return EXIT_READY if result.ok else EXIT_FAILED
+        return EXIT_READY if ok else EXIT_FAILED
     return _many(args, want)
 
 

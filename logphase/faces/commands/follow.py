@@ -34,6 +34,8 @@ if TYPE_CHECKING:
 
 NAME = "follow"
 HELP = "follow a log live; stop when ready, failed or at --until"
+# the description's example is a shell session: shown with its line breaks, not refilled
+HELP_FORMATTER = argparse.RawDescriptionHelpFormatter
 
 UNTIL_CHOICES = ("outcome", "ready", "failed", "eof", *(p.value for p in Phase if p is not Phase.READY))
 

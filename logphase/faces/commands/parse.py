@@ -15,6 +15,7 @@ from logphase.faces.options import add_color, add_expect_since, add_jobs, add_me
 if TYPE_CHECKING:
     from logphase.pipeline.events import EventBase
     from logphase.pipeline.lines import LogicalLine
+    from logphase.pipeline.merge import MergedReport
     from logphase.pipeline.report import Report
 
 NAME = "parse"
@@ -34,6 +35,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_jobs(p)
     add_merge(p)
     add_expect_since(p)
+    p.add_argument("--run", type=int, metavar="N", help="report on run N of the file (1 is the first; default: the last)")
     p.add_argument("--events", action="store_true", help="print the typed events as JSON Lines instead of the report")
     p.add_argument("--unrecognized", action="store_true", help="print the lines no grammar recognised (line number and text)")
     add_color(p)
@@ -46,6 +48,7 @@ def run(args: argparse.Namespace) -> int:
 
     expect = parse_expect(args.expect)
     check_since(args.since)
+    _check_run(args)
     if args.merge:
         return _merged(args, expect)
     if len(args.files) > 1:
@@ -54,8 +57,12 @@ def run(args: argparse.Namespace) -> int:
     out = sys.stdout.buffer
     report, head = read_head(handle, source)
     if report is not None:
-        if args.events or args.unrecognized or args.since or expect:
-            raise InputError(f"{source}: a saved report: --events, --unrecognized, --since and --expect apply to logs")
+        if args.events or args.unrecognized or args.since or expect or args.run is not None:
+            raise InputError(f"{source}: a saved report: --run, --events, --unrecognized, --since and --expect apply to logs")
+        from logphase.pipeline.merge import MergedReport
+
+        if isinstance(report, MergedReport):  # a saved `parse --merge --json`: printed as --merge prints it
+            return _print_merged(report, args)
         return _print(report, args)
 
     def print_unrecognized(line: LogicalLine) -> None:
@@ -73,11 +80,26 @@ def run(args: argparse.Namespace) -> int:
             out.write(orjson.dumps(event.model_dump(mode="json", exclude_none=True)) + b"\n")
 
     feed_all(engine, handle, source, emit_events if args.events else None, head=head)
-    report = engine.report(expect)
+    try:
+        report = engine.report(expect, run=args.run)
+    except ValueError as exc:
+        raise InputError(f"--run {args.run}: {exc}") from None
     if args.unrecognized or args.events:
         out.flush()  # already streamed while reading
         return OUTCOME_EXIT[report.outcome]
     return _print(report, args)
+
+
+def _check_run(args: argparse.Namespace) -> None:
+    """--run N picks the report of one run of one log, as `report --run N` draws it."""
+    if args.run is None:
+        return
+    if args.run < 1:
+        raise InputError(f"--run {args.run}: runs are numbered from 1")
+    if args.merge or len(args.files) > 1:
+        raise InputError("--run picks a run of one log; with several logs each is read to its last run")
+    if args.events or args.unrecognized:
+        raise InputError("--run picks the report of one run; --events and --unrecognized print the whole log")
 
 
 def _print(report: Report, args: argparse.Namespace) -> int:
@@ -96,15 +118,20 @@ def _print(report: Report, args: argparse.Namespace) -> int:
 
 def _merged(args: argparse.Namespace, expect: dict[str, str]) -> int:
     """--merge: one report on the logs of one deployment."""
-    import orjson
-
     from logphase.faces.batch import default_jobs
-    from logphase.faces.merged import read_merged, render_merged
-    from logphase.faces.text import use_color
+    from logphase.faces.merged import read_merged
 
     if args.events or args.unrecognized:
         raise InputError("--events and --unrecognized read one log at a time")
-    merged = read_merged(args.files, args.since, expect, args.jobs or default_jobs())
+    return _print_merged(read_merged(args.files, args.since, expect, args.jobs or default_jobs()), args)
+
+
+def _print_merged(merged: MergedReport, args: argparse.Namespace) -> int:
+    import orjson
+
+    from logphase.faces.merged import render_merged
+    from logphase.faces.text import use_color
+
     out = sys.stdout.buffer
     if args.json:
         out.write(orjson.dumps(merged.model_dump(mode="json"), option=orjson.OPT_INDENT_2) + b"\n")

@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from logphase.faces.exit_codes import OUTCOME_EXIT
 from logphase.faces.inputs import InputError, check_since, feed_all, open_input, parse_expect, read_head
 from logphase.faces.options import add_expect_since, add_merge
+
+if TYPE_CHECKING:
+    from logphase.pipeline.merge import MergedReport
 
 NAME = "report"
 HELP = "draw the startup timeline as a self-contained HTML page (and SVG)"
@@ -47,8 +51,12 @@ def run(args: argparse.Namespace) -> int:
     handle, source = open_input(args.files[0])
     saved, head = read_head(handle, source)
     if saved is not None:
+        from logphase.pipeline.merge import MergedReport
+
         if args.run is not None or args.since or expect:
             raise InputError(f"{source}: a saved report: --run, --since and --expect apply to logs")
+        if isinstance(saved, MergedReport):  # a saved `parse --merge --json`: drawn as --merge draws it
+            return _draw_merged(saved, args)
         report = saved
     else:
         engine = Engine(source=source, since=args.since, collect_events=False)
@@ -70,12 +78,16 @@ def _merged(args: argparse.Namespace, expect: dict[str, str]) -> int:
     """One page per server of the deployment: a multi-node server's ranks in a row group per node."""
     from logphase.faces.batch import default_jobs
     from logphase.faces.merged import read_merged
-    from logphase.faces.timeline import render_html, render_svg
-    from logphase.faces.wording import headline
 
     if args.run is not None:
         raise InputError("--run picks a run of one log; --merge reads the last run of each")
-    merged = read_merged(args.files, args.since, expect, default_jobs())
+    return _draw_merged(read_merged(args.files, args.since, expect, default_jobs()), args)
+
+
+def _draw_merged(merged: MergedReport, args: argparse.Namespace) -> int:
+    from logphase.faces.timeline import render_html, render_svg
+    from logphase.faces.wording import headline
+
     several = len(merged.servers) > 1
     for server in merged.servers:
         page, svg = args.output, args.svg

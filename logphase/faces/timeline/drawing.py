@@ -277,7 +277,9 @@ def _draw_memory(tl: Timeline, y: float, X: Any) -> tuple[str, float]:
     h = 96.0
     y0 = y + 8
     values = [gb for pts in tl.memory.values() for _, gb, _ in pts]
-    vmax = _nice_max(max(max(values), LOW_CAPTURE_MEMORY_GB * 1.6))
+    # the threshold is about CUDA graph capture: drawn only for a run that reached it
+    captured = any(p.name is Phase.CUDA_GRAPH_CAPTURE for p in tl.report.phases)
+    vmax = _nice_max(max(max(values), LOW_CAPTURE_MEMORY_GB * 1.6 if captured else 0.0))
 
     def Y(gb: float) -> float:
         return y0 + h - gb / vmax * h
@@ -287,19 +289,14 @@ def _draw_memory(tl: Timeline, y: float, X: Any) -> tuple[str, float]:
     for tick in (0.0, vmax / 2, vmax):
         svg.line(PLOT_X, Y(tick), PLOT_X + PLOT_W, Y(tick), stroke="#e3e5e8")
         svg.text(PLOT_X - 6, Y(tick) + 4, f"{tick:g}", 10, "end", fill="#555")
-    # the threshold
-    ty = Y(LOW_CAPTURE_MEMORY_GB)
-    svg.rect(PLOT_X, ty, PLOT_W, y0 + h - ty, fill="#d01c1c", fill_opacity="0.06")
-    svg.line(PLOT_X, ty, PLOT_X + PLOT_W, ty, stroke=FAILURE_COLOR, stroke_width="1.2", stroke_dasharray="6 4")
-    svg.text(
-        PLOT_X + 4,
-        ty - 4,
-        f"memory pressure: below {LOW_CAPTURE_MEMORY_GB:g} GB free at CUDA graph capture",
-        10.5,
-        "start",
-        fill=FAILURE_COLOR,
-        class_="lp-threshold",
-    )
+    placed: list[tuple[float, float, float, float]] = []  # label boxes already drawn
+    if captured:
+        ty = Y(LOW_CAPTURE_MEMORY_GB)
+        threshold = f"memory pressure: below {LOW_CAPTURE_MEMORY_GB:g} GB free at CUDA graph capture"
+        svg.rect(PLOT_X, ty, PLOT_W, y0 + h - ty, fill="#d01c1c", fill_opacity="0.06")
+        svg.line(PLOT_X, ty, PLOT_X + PLOT_W, ty, stroke=FAILURE_COLOR, stroke_width="1.2", stroke_dasharray="6 4")
+        svg.text(PLOT_X + 4, ty - 4, threshold, 10.5, "start", fill=FAILURE_COLOR, class_="lp-threshold")
+        placed.append((PLOT_X, ty - 16, PLOT_X + 8 + text_width(threshold, 10.5), ty))
     if tl.failure is not None:
         fx = X(tl.failure.x)
         svg.line(fx, y0 - 4, fx, y0 + h, stroke=FAILURE_COLOR, stroke_width="1.2", stroke_dasharray="4 3")
@@ -313,14 +310,11 @@ def _draw_memory(tl: Timeline, y: float, X: Any) -> tuple[str, float]:
     pts = tl.memory[lowest]
     svg.add(_step_path(pts, X, Y, "#1f3b63", 2.2, 1.0, f"free GPU memory on {lowest} (lowest)"))
     # value labels: the lowest reading first, then the first and last, then the rest where they fit
-    placed: list[tuple[float, float, float, float]] = [
-        (PLOT_X, ty - 16, PLOT_X + 8 + text_width("memory pressure: below 5 GB free at CUDA graph capture", 10.5), ty)
-    ]
     order = sorted(range(len(pts)), key=lambda i: (pts[i][1] != min(gb for _, gb, _ in pts), i not in (0, len(pts) - 1), i))
     for i in order:
         x, gb, boundary = pts[i]
         px, py = X(x), Y(gb)
-        color = FAILURE_COLOR if gb < LOW_CAPTURE_MEMORY_GB else "#1f3b63"
+        color = FAILURE_COLOR if captured and gb < LOW_CAPTURE_MEMORY_GB else "#1f3b63"
         svg.add(
             f'<circle cx="{num(px)}" cy="{num(py)}" r="3" fill="{color}" class="lp-mem-point">'
             f"<title>{esc(lowest)} {esc(boundary)}: {gb:.2f} GB free</title></circle>"

@@ -3,8 +3,10 @@ fetched), and the drawing alone as an SVG file."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
+from logphase.faces.text import line_counts, slowest_rank
 from logphase.faces.timeline.drawing import Svg, defs, draw_chart
 from logphase.faces.timeline.layout import Timeline, build_timeline, seconds_since
 from logphase.faces.timeline.style import (
@@ -64,7 +66,9 @@ def config_items(report: Report) -> list[tuple[str, str]]:
     return [(k, str(v)) for k, v in items]
 
 
-def _phase_rows(report: Report, tl: Timeline) -> list[tuple[Phase | None, str, str, str, str, str]]:
+def _phase_rows(
+    report: Report, tl: Timeline, nodes: Mapping[str, str] | None = None
+) -> list[tuple[Phase | None, str, str, str, str, str]]:
     """(phase, start, since launch, duration, slowest rank, free memory); phase None is time between phases."""
     out: list[tuple[Phase | None, str, str, str, str, str]] = []
     gaps = {g.after: g for g in report.unaccounted}
@@ -77,12 +81,7 @@ def _phase_rows(report: Report, tl: Timeline) -> list[tuple[Phase | None, str, s
         if when is not None:
             when = round(when)
             rel = f"+{when} s" if when < 60 else f"+{when // 60}:{when % 60:02d}"
-        slowest = ""
-        if len(p.ranks) > 1:
-            durations = [s.duration_s or 0.0 for s in p.ranks.values()]
-            rank, span = max(p.ranks.items(), key=lambda kv: kv[1].duration_s or 0.0)
-            same = max(durations) - min(durations) < 0.5 and len(durations) == len(report.ranks)
-            slowest = "same on all" if same else f"{rank} {fmt_duration(span.duration_s)}"
+        slowest = slowest_rank(p, nodes, len(report.ranks))
         state = ""
         if p.end is None and report.outcome == "starting":
             state = " (open)"
@@ -90,12 +89,7 @@ def _phase_rows(report: Report, tl: Timeline) -> list[tuple[Phase | None, str, s
             state = " (failed here)"
             if report.failure.while_serving and report.failure.ts:
                 state = f" (then failed while serving at {clock_time(report.failure.ts, report.ready_at)})"
-        edges = []
-        for edge in ("start", "end"):
-            values = [v[f"{p.name.value}_{edge}"] for v in avail.values() if f"{p.name.value}_{edge}" in v]
-            edges.append(f"{min(values):.1f}" if values else "")
-        memory = " → ".join(e or "?" for e in edges) + " GB" if any(edges) else ""
-        out.append((p.name, start, rel, fmt_duration(p.duration_s) + state, slowest, memory))
+        out.append((p.name, start, rel, fmt_duration(p.duration_s) + state, slowest, _free_memory(avail, p.name)))
         gap = gaps.get(p.name)
         if gap is not None:
             lines = f"lines {gap.first_line}–{gap.last_line}" if gap.first_line and gap.last_line else ""
@@ -106,6 +100,29 @@ def _phase_rows(report: Report, tl: Timeline) -> list[tuple[Phase | None, str, s
             state = "not in the log" if phase.order < furthest else "not reached"
             out.append((phase, "", "", state, "", ""))
     return out
+
+
+def _free_memory(avail: Mapping[str, Mapping[str, float]], phase: Phase) -> str:
+    """The lowest free memory over ranks at the phase's start and end: '30.2 → 20.9 GB', or one
+    reading said as such ('20.9 GB at end') when the other was not logged (never a bare '?')."""
+    low: dict[str, str] = {}
+    for edge in ("start", "end"):
+        values = [v[f"{phase.value}_{edge}"] for v in avail.values() if f"{phase.value}_{edge}" in v]
+        if values:
+            low[edge] = f"{min(values):.1f}"
+    if len(low) == 2:
+        return f"{low['start']} → {low['end']} GB"
+    return next((f"{value} GB at {edge}" for edge, value in low.items()), "")
+
+
+# a configuration value may break after these (a list's commas, a path's slashes, key=value ...)
+_BREAKS_AFTER = re.compile(r"(?<=[,/=:;&|])")
+
+
+def breakable(value: str) -> str:
+    """A configuration value as HTML that wraps only after its separators (``<wbr>``), never
+    inside a word: the page's CSS keeps words whole."""
+    return "<wbr>".join(esc(piece) for piece in _BREAKS_AFTER.split(value))
 
 
 CSS = f"""
@@ -146,7 +163,7 @@ tr.gap td {{ color: #555; }} .gapsw {{ background: repeating-linear-gradient(45d
 .warn {{ margin: 0 0 4px; }} .warn b {{ color: #8a4b00; }}
 .kind {{ display: inline-block; font: 11px {MONO}; background: #fff3d6; border: 1px solid #ecd08a; border-radius: 3px;
   padding: 0 4px; margin-right: 4px; color: #6b4a12; }}
-.config td:nth-child(even) {{ font-family: {MONO}; font-size: 12px; overflow-wrap: anywhere; }}
+.config td:nth-child(even) {{ font-family: {MONO}; font-size: 12px; overflow-wrap: break-word; word-break: normal; }}
 .config td:nth-child(odd) {{ color: #555; }}
 footer {{ color: #888; font-size: 11.5px; margin-top: 12px; }}
 """
@@ -215,7 +232,7 @@ def render_html(report: Report, nodes: Mapping[str, str] | None = None) -> str:
         '<tr><th>phase</th><th>start</th><th></th><th class="num">duration</th><th>slowest rank</th>'
         '<th class="num" title="lowest over ranks">free GPU memory</th></tr>'
     )
-    for phase, start, rel, duration, slowest, memory in _phase_rows(report, tl):
+    for phase, start, rel, duration, slowest, memory in _phase_rows(report, tl, nodes):
         if phase is None:
             out.append(
                 '<tr class="gap"><td><span class="sw gapsw"></span><i>between phases</i></td>'
@@ -234,14 +251,12 @@ def render_html(report: Report, nodes: Mapping[str, str] | None = None) -> str:
         out.append('<h2>Configuration</h2><table class="config">')
         half = (len(items) + 1) // 2
         for left, right in zip(items[:half], items[half:] + [("", "")] * (2 * half - len(items)), strict=True):
-            out.append(f"<tr><td>{esc(left[0])}</td><td>{esc(left[1])}</td><td>{esc(right[0])}</td><td>{esc(right[1])}</td></tr>")
+            out.append(
+                f"<tr><td>{esc(left[0])}</td><td>{breakable(left[1])}</td><td>{esc(right[0])}</td><td>{breakable(right[1])}</td></tr>"
+            )
         out.append("</table>")
     out.append("</section></div>")
-    lines = report.lines
-    out.append(
-        f"<footer>logphase · {lines.total} lines read: {lines.events} in events, {lines.unrecognized} unrecognized, "
-        f"{lines.blank} blank · times are the log's own (no time zone)</footer>"
-    )
+    out.append(f"<footer>logphase · lines {esc(line_counts(report.lines))} · times are the log's own (no time zone)</footer>")
     out.append("</main></body></html>")
     return "\n".join(out) + "\n"
 
