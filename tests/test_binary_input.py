@@ -152,3 +152,34 @@ def test_random_bytes_are_read_in_junk_runs_with_the_same_report() -> None:
 )
 def test_junk_line(line: str, is_junk: bool) -> None:
     assert (junk_line().fullmatch(line) is not None) is is_junk
+
+
+def test_every_server_args_head_holds_its_literal() -> None:
+    """classify() skips a line longer than MAX_PARSE_CHARS without it: only server_args is built
+    from such a line."""
+    from logphase.pipeline.classify import _SERVER_ARGS_LITERAL, _heads
+    from logphase.pipeline.prefilter import literal_factors
+
+    for head in _heads("server_args"):
+        assert literal_factors(head) == {_SERVER_ARGS_LITERAL}
+
+
+@pytest.mark.parametrize(
+    ("pattern", "expected"),
+    [
+        ("abc", "a"),
+        ("(?:a|b)c", "ab"),
+        (r"\d{4}-", r"\d"),
+        (r"[\w.-]+x", r"\-\.\w"),
+        ("x?y", "xy"),
+        ("(?=a)b", "b"),
+        ("x*", None),  # may match nothing
+        ("[^a]", None),
+        (".a", None),
+        ("(?i)a", None),
+    ],
+)
+def test_first_chars(pattern: str, expected: str | None) -> None:
+    from logphase.pipeline.prefilter import first_chars
+
+    assert first_chars(pattern) == expected

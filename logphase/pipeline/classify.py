@@ -109,6 +109,8 @@ def classify(env: Envelope, at: LineInfo) -> ev.EventBase | None:
     text = env.message
     if not text:
         return None
+    if len(text) > MAX_PARSE_CHARS and _SERVER_ARGS_LITERAL not in text:
+        return None  # only a server_args dump is built from a line this long (see _build)
     heads, per_grammar, probes, anywhere = _dispatch()
     m = heads.match(text)
     if m is not None:
@@ -138,6 +140,8 @@ def classify(env: Envelope, at: LineInfo) -> ev.EventBase | None:
     return None
 
 
+# what every head of the server_args grammar holds (tests/test_binary_input.py checks it)
+_SERVER_ARGS_LITERAL = "server_args="
 # Lines longer than this are first searched for the literal starts of the SGLang messages looked
 # for anywhere in a line (str.find is a fast search; the alternation of the heads tries each head
 # at each position, ~1 us a character)

@@ -45,7 +45,7 @@ _QUIET_STAMP = re.compile(rb"(?m)^\[(.{19})")
 def _bulk() -> RunPatterns:
     """Plain and quiet runs (plain.bulk_runs), junk lines (plain.junk_line): built on the first
     bulk read, not at import."""
-    return RunPatterns(PLAIN_LINES, bulk_runs(), junk_line())
+    return RunPatterns(PLAIN_LINES, bulk_runs(), junk_line)
 
 
 # a traceback header inside a run of plain lines: the run takes the long way (traceback.lark's TRACEBACK)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import NamedTuple, cast
@@ -97,12 +98,15 @@ def pieces_of(raw: bytes, lineno: int, offset: int) -> list[LogicalLine]:
 
 
 _PIECES = re.compile(rb"[^\r\n]+")
-_TEXT_PIECES = re.compile(r"[^\r\n]+")
+_SEPARATOR = re.compile("[\r\n]")
+# every byte to b"a" but the separators, which become b"\n": a piece starts at each b"\na"
+_SEPARATORS = bytes(10 if b in (10, 13) else 97 for b in range(256))
 
 
 def count_pieces(data: bytes) -> int:
-    """How many logical lines the junk lines in ``data`` make (their non-empty pieces)."""
-    return len(_PIECES.findall(data))
+    """How many logical lines the junk lines in ``data`` (b"\\n" and whole lines) make: their
+    non-empty pieces between \\r."""
+    return data.translate(_SEPARATORS).count(b"\na")
 
 
 class RunPatterns(NamedTuple):
@@ -110,8 +114,9 @@ class RunPatterns(NamedTuple):
     # it if that line is plain, else empty
     lines: re.Pattern[bytes]
     run: re.Pattern[bytes]  # one or more such lines; or, with groups "plain"/"quiet", runs of either kind
-    # a junk line, decoded (plain.junk_line): the lines between runs that match it make quiet runs too
-    junk: re.Pattern[str] | None = None
+    # a junk line, decoded (plain.junk_line, built on first use): the lines between runs that are
+    # not ASCII and match it make quiet runs too
+    junk: Callable[[], re.Pattern[str]] | None = None
 
 
 _STAMP = itemgetter(0)
@@ -272,6 +277,10 @@ class LineSplitter:
             if len(joined) == 19 * n and self._plain(buf, n):  # no line without a timestamp
                 return [self._take_run(buf, offset, n, found, joined)]
         self._all_plain = False
+        if patterns.junk is not None and not buf.isascii() and not _is_utf8(buf):
+            # binary data: plain and quiet runs (ASCII) are rare, and looking for them costs a regex
+            # step at every byte; the lines that are not junk are read one by one
+            return self._between_runs(buf[1:], offset, patterns.junk)
         out: list[LogicalLine | Run] = []
         done = 1  # buf[1:done] is handled
         for m in patterns.run.finditer(buf, first):
@@ -295,11 +304,15 @@ class LineSplitter:
             out.extend(self._between_runs(buf[done:], offset + done - 1, patterns.junk))
         return out
 
-    def _between_runs(self, block: bytes, offset: int, junk: re.Pattern[str] | None) -> list[LogicalLine | Run]:
-        """Lines between runs (``block`` ends with a terminator), line by line; but consecutive
-        whole lines that ``junk`` matches (binary data, random text) make a quiet run of their own."""
-        if junk is None:
+    def _between_runs(
+        self, block: bytes, offset: int, junk_pattern: Callable[[], re.Pattern[str]] | None
+    ) -> list[LogicalLine | Run]:
+        """Lines between runs (``block`` ends with a terminator), line by line; but when they are
+        not all ASCII, consecutive whole lines that the junk pattern matches (binary data) make a
+        quiet run of their own."""
+        if junk_pattern is None or block.isascii():
             return list(self._split_lines(block, offset))
+        junk = junk_pattern()
         out: list[LogicalLine | Run] = []
         start = 0
         if offset != self._line_start:  # the block starts inside a line begun earlier
@@ -335,7 +348,7 @@ class LineSplitter:
             invalid = 0
         elif b"\xef\xbf\xbd" not in data:
             # decoding put U+FFFD exactly where the bytes are not UTF-8
-            invalid = sum("\ufffd" in piece for piece in _TEXT_PIECES.findall("\n".join(texts)))
+            invalid = sum(1 for piece in _SEPARATOR.split("\n".join(texts)) if "\ufffd" in piece)
         else:
             invalid = sum(not _is_utf8(piece) for piece in _PIECES.findall(data))
         run = self._take_run(data, offset, n, [], b"")

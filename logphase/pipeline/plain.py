@@ -112,15 +112,17 @@ def junk_line() -> re.Pattern[str]:
     question, as for quiet runs. A str pattern: the envelope and the heads are matched on the text
     as the line path decodes it (``\\d``, ``\\w``, ``\\s`` of str)."""
     from logphase.pipeline.envelope import envelope_patterns
-    from logphase.pipeline.prefilter import event_literals, head_leads
+    from logphase.pipeline.prefilter import event_literals, first_chars, head_leads
 
     leads = [re.escape(lead) for lead in sorted(head_leads(), key=lambda x: (-len(x), x))]
-    heads = "(?!" + "|".join([*leads, *(f"(?:{h})" for h in event_literals()[1])]) + ")"
-    envelope = "(?!" + "|".join(f"(?:{p})" for p in envelope_patterns()) + ")"
+    starts = "|".join([*(f"(?:{p})" for p in envelope_patterns()), *leads, *(f"(?:{h})" for h in event_literals()[1])])
+    # what they can start with, tried first: most pieces of binary data start with none of it
+    first = first_chars(starts)
+    guard = f"(?=[{first}])" if first else ""
     meter = terminal_pattern("tqdm", "BAR_METER")
     # the loop unrolled: runs of ordinary characters are one repeat (a group per character costs ~10x)
     plain = r"[^%\[\x1b\r]*"
     odd = rf"(?:%(?!{meter})|\[(?!\d[\d:])|\x1b(?![\[\]]))"
     bounded = r"(?=[^\r]{1," + str(MAX_QUIET_CHARS) + r"}(?:\r|\Z))"
-    piece = envelope + heads + bounded + r"(?=[^\r]*?\S)" + plain + f"(?:{odd}{plain})*" + r"(?=\r|\Z)"
+    piece = f"(?!{guard}(?:{starts}))" + bounded + r"(?=[^\r]*?\S)" + plain + f"(?:{odd}{plain})*" + r"(?=\r|\Z)"
     return re.compile(r"\r*(?:" + piece + r"\r*)+")
