@@ -348,7 +348,8 @@ class LineSplitter:
             invalid = 0
         elif b"\xef\xbf\xbd" not in data:
             # decoding put U+FFFD exactly where the bytes are not UTF-8
-            invalid = sum(1 for piece in _SEPARATOR.split("\n".join(texts)) if "\ufffd" in piece)
+            pieces_text = _SEPARATOR.split("\n".join(texts))
+            invalid = sum(map(str.__contains__, pieces_text, itertools.repeat("\ufffd")))
         else:
             invalid = sum(not _is_utf8(piece) for piece in _PIECES.findall(data))
         run = self._take_run(data, offset, n, [], b"")

@@ -107,7 +107,7 @@ def junk_line() -> re.Pattern[str]:
     and no weak head nor a head's literal start at its start (as quiet runs), a character that is
     not white space (it is not blank: ``\\S`` is what ``str.strip`` keeps), no
     ``%`` before a bar's meter (the progress-bar probe), no ``[`` before two digits or a digit and
-    a colon (a glued SGLang prefix, a bar's clock), no ANSI escape, at most MAX_QUIET_CHARS
+    a colon (a glued SGLang prefix, a bar's clock), no ANSI escape sequence, at most MAX_QUIET_CHARS
     characters (never overlong). Whether a piece holds a literal of an event is the pre-filter's
     question, as for quiet runs. A str pattern: the envelope and the heads are matched on the text
     as the line path decodes it (``\\d``, ``\\w``, ``\\s`` of str)."""
@@ -122,7 +122,9 @@ def junk_line() -> re.Pattern[str]:
     meter = terminal_pattern("tqdm", "BAR_METER")
     # the loop unrolled: runs of ordinary characters are one repeat (a group per character costs ~10x)
     plain = r"[^%\[\x1b\r]*"
-    odd = rf"(?:%(?!{meter})|\[(?!\d[\d:])|\x1b(?![\[\]]))"
+    # an escape that lines._ANSI would not remove (with ``[^\x07]`` across pieces: stricter)
+    escape = r"\x1b(?!\[[0-9;?]*[A-Za-z]|\][^\x07]*\x07)"
+    odd = rf"(?:%(?!{meter})|\[(?!\d[\d:])|{escape})"
     bounded = r"(?=[^\r]{1," + str(MAX_QUIET_CHARS) + r"}(?:\r|\Z))"
     piece = f"(?!{guard}(?:{starts}))" + bounded + r"(?=[^\r]*?\S)" + plain + f"(?:{odd}{plain})*" + r"(?=\r|\Z)"
     return re.compile(r"\r*(?:" + piece + r"\r*)+")
