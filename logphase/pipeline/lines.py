@@ -98,7 +98,6 @@ def pieces_of(raw: bytes, lineno: int, offset: int) -> list[LogicalLine]:
 
 
 _PIECES = re.compile(rb"[^\r\n]+")
-_SEPARATOR = re.compile("[\r\n]")
 # every byte to b"a" but the separators, which become b"\n": a piece starts at each b"\na"
 _SEPARATORS = bytes(10 if b in (10, 13) else 97 for b in range(256))
 
@@ -348,7 +347,7 @@ class LineSplitter:
             invalid = 0
         elif b"\xef\xbf\xbd" not in data:
             # decoding put U+FFFD exactly where the bytes are not UTF-8
-            pieces_text = _SEPARATOR.split("\n".join(texts))
+            pieces_text = "\n".join(texts).replace("\r", "\n").split("\n")
             invalid = sum(map(str.__contains__, pieces_text, itertools.repeat("\ufffd")))
         else:
             invalid = sum(not _is_utf8(piece) for piece in _PIECES.findall(data))
