@@ -85,8 +85,8 @@ class Run(NamedTuple):
 
 
 def pieces_of(raw: bytes, lineno: int, offset: int) -> list[LogicalLine]:
-    """The logical lines of a junk line (``raw``, without its \n, at ``offset``): its pieces
-    between \r, as the splitter gives them (a junk line has no glued prefix, no escape, no
+    """The logical lines of a junk line (``raw``, without its \\n, at ``offset``): its pieces
+    between \\r, as the splitter gives them (a junk line has no glued prefix, no escape, no
     overlong piece)."""
     out: list[LogicalLine] = []
     pos = offset
@@ -338,7 +338,7 @@ class LineSplitter:
         return out
 
     def _take_junk(self, chunk: bytes, offset: int, n: int, texts: list[str]) -> Run:
-        """``n`` junk lines (``chunk``, each through its \n, at ``offset``) as a quiet run, the
+        """``n`` junk lines (``chunk``, each through its \\n, at ``offset``) as a quiet run, the
         counts kept as ``_split_lines`` keeps them: a logical line per piece, an invalid one per
         piece that is not UTF-8."""
         data = b"\n" + chunk
