@@ -138,20 +138,16 @@ def failure_ts(run: Run) -> str | None:
 
 def _root(run: Run) -> Incident | None:
     """The root cause: the earliest failure that states its error; else the earliest one that
-    does not (a cut traceback, a crash dump); else the most telling echo."""
+    does not (a cut traceback, a crash dump); else the most telling echo (runs.Incidents)."""
     for severity in (Severity.ROOT, Severity.UNSTATED):
-        found = [i for i in run.incidents if i.assessment.severity is severity]
-        if found:
-            # first in time; among failures stamped with the same second (the log's resolution), the
-            # earliest line: line numbers do not depend on how the input was read
-            # (to the second: stamps of other writers may carry fractions, SGLang's do not)
-            return min(found, key=lambda i: ((i.event.ts or "")[:19], i.event.line))
-    echoes = [i for i in run.incidents if i.assessment.severity is Severity.ECHO]
+        found = run.incidents.earliest(severity)
+        if found is not None:
+            return found
     for cause in ECHO_PREFERENCE:
-        for incident in echoes:
-            if incident.assessment.cause is cause:
-                return incident
-    return echoes[0] if echoes else None
+        echo = run.incidents.first_echo(cause)
+        if echo is not None:
+            return echo
+    return run.incidents.first_echo()
 
 
 def _failure(run: Run) -> tuple[FailureReport | None, Phase | None]:
@@ -175,14 +171,10 @@ def _failure(run: Run) -> tuple[FailureReport | None, Phase | None]:
     minimum = minimum_mem_fraction(root.assessment.message)
     if minimum:
         facts["min_mem_fraction_static"] = minimum
-    consequences = sorted(
-        (
-            Consequence(line=i.event.line, message=i.assessment.message[:300], ts=i.event.ts, rank=i.event.rank)
-            for i in run.incidents
-            if i is not root
-        ),
-        key=lambda c: c.line,
-    )
+    consequences = [
+        Consequence(line=i.event.line, message=i.assessment.message[:300], ts=i.event.ts, rank=i.event.rank)
+        for i in run.incidents.consequences(root)
+    ]
     report = FailureReport(
         cause=root.assessment.cause,
         phase=phase,
@@ -191,7 +183,7 @@ def _failure(run: Run) -> tuple[FailureReport | None, Phase | None]:
         ts=root.event.ts,
         message=root.assessment.message[:2000],
         hint=root.assessment.hint or hint(root.assessment.cause, phase, config, facts),
-        consequences=consequences[:50],
+        consequences=consequences,
         severity=_SEVERITY_WORD.get(root.assessment.severity, "echo"),
         while_serving=phase is Phase.READY,
         after_ready_s=_after_ready(run, root.event.ts) if phase is Phase.READY else None,
@@ -232,8 +224,7 @@ def _silent_rank(run: Run, root: Incident, phase: Phase) -> str | None:
     ranks = {r for r in run.tracks if r is not None}
     if len(ranks) == 1:
         return next(iter(ranks))
-    later = (i.event.rank for i in run.incidents if i is not root and i.event.line > root.event.line)
-    heard = {_named(r, run) for r in later if r is not None} & ranks
+    heard = {_named(r, run) for r in run.incidents.ranks_after(root.event.line)} & ranks
     silent = ranks - heard
     return next(iter(silent)) if heard and len(silent) == 1 else None
 

@@ -19,6 +19,7 @@ from logphase.pipeline.events import LineInfo
 from logphase.pipeline.grammars import first_terminals, message_rules, parse, terminal_pattern
 from logphase.pipeline.messages import MESSAGES
 from logphase.pipeline.plain import MAX_PARSE_CHARS
+from logphase.pipeline.prefilter import leading_literals
 
 # grammars tried on a line's body, in this order when heads of several match at its start
 DISPATCHED = ("server_args", "sglang", "http", "nccl", "gloo", "torch", "process", "tqdm")
@@ -108,6 +109,8 @@ def classify(env: Envelope, at: LineInfo) -> ev.EventBase | None:
     text = env.message
     if not text:
         return None
+    if len(text) > MAX_PARSE_CHARS and _SERVER_ARGS_LITERAL not in text:
+        return None  # only a server_args dump is built from a line this long (see _build)
     heads, per_grammar, probes, anywhere = _dispatch()
     m = heads.match(text)
     if m is not None:
@@ -120,10 +123,14 @@ def classify(env: Envelope, at: LineInfo) -> ev.EventBase | None:
                 event = _build(grammar, text, at)
                 if event is not None:
                     return event
-    if "%" in text and probes.search(text) is not None:
+    # a bar longer than MAX_PARSE_CHARS is never built: no need to look for its meter (a search
+    # through a long line of garbage with many '%' costs milliseconds)
+    if "%" in text and len(text) <= MAX_PARSE_CHARS and probes.search(text) is not None:
         event = _build("tqdm", text, at)
         if event is not None:
             return event
+    if len(text) > _LONG_LINE and not any(lead in text for lead in _anywhere_leads()):
+        return None  # no SGLang message starts anywhere in it: a long line is not scanned for one
     # a message behind something logphase does not know (another logger's prefix): by its text
     for found in anywhere.finditer(text, 1):
         grammar = "server_args" if text.startswith("server_args=", found.start()) else "sglang"
@@ -131,6 +138,28 @@ def classify(env: Envelope, at: LineInfo) -> ev.EventBase | None:
         if event is not None:
             return event
     return None
+
+
+# what every head of the server_args grammar holds (tests/test_binary_input.py checks it)
+_SERVER_ARGS_LITERAL = "server_args="
+# Lines longer than this are first searched for the literal starts of the SGLang messages looked
+# for anywhere in a line (str.find is a fast search; the alternation of the heads tries each head
+# at each position, ~1 us a character)
+_LONG_LINE = 1024
+
+
+@cache
+def _anywhere_leads() -> tuple[str, ...]:
+    """What each SGLang head searched anywhere starts with (they are literal-led): a line holding
+    none of these holds no match of the ``anywhere`` pattern."""
+    leads: set[str] = set()
+    for g in ("server_args", "sglang"):
+        for head in _heads(g):
+            if _literal_led(head):
+                found = leading_literals(head)
+                assert found, f"a literal-led head without a literal start: {head}"
+                leads |= found
+    return tuple(sorted(leads))
 
 
 def _build(grammar: str, text: str, at: LineInfo) -> ev.EventBase | None:

@@ -21,10 +21,10 @@ from logphase.pipeline.clock import LogClock
 from logphase.pipeline.envelope import Envelope, Stamp, split_envelope
 from logphase.pipeline.events import LineInfo
 from logphase.pipeline.grammars import terminal_pattern
-from logphase.pipeline.lines import LineSplitter, LogicalLine, Run, RunPatterns
+from logphase.pipeline.lines import LineSplitter, LogicalLine, Run, RunPatterns, count_pieces, pieces_of
 from logphase.pipeline.machine import PhaseMachine
 from logphase.pipeline.messages import MESSAGES
-from logphase.pipeline.plain import PLAIN_LINES, PLAIN_RUN, bulk_runs
+from logphase.pipeline.plain import PLAIN_LINES, PLAIN_RUN, bulk_runs, junk_line
 from logphase.pipeline.prefilter import event_finder
 from logphase.pipeline.records import RecordAssembler, cut_header, line_shape, opens_record
 from logphase.pipeline.redact import redact_text
@@ -44,8 +44,9 @@ _QUIET_STAMP = re.compile(rb"(?m)^\[(.{19})")
 
 @cache
 def _bulk() -> RunPatterns:
-    """Plain and quiet runs (plain.bulk_runs): built on the first bulk read, not at import."""
-    return RunPatterns(PLAIN_LINES, bulk_runs())
+    """Plain and quiet runs (plain.bulk_runs), junk lines (plain.junk_line): built on the first
+    bulk read, not at import."""
+    return RunPatterns(PLAIN_LINES, bulk_runs(), junk_line)
 
 
 # a traceback header inside a run of plain lines: the run takes the long way (traceback.lark's TRACEBACK)
@@ -94,6 +95,7 @@ class Engine:
         self._truncated_line: int | None = None
         self._warning_tail = 0  # indented source lines that follow a Python warning
         self._finished = False
+        self._quiet_runs = False  # the bulk path looks for quiet runs (QUIET_RUNS_AFTER)
 
     # -- public face ------------------------------------------------------------------------------
 
@@ -112,8 +114,11 @@ class Engine:
             for line in self._splitter.feed(data):
                 self._line(line, out)
             return out
-        # quiet runs pay for themselves on long logs only: their patterns take ~40 ms to build
-        patterns = _bulk() if self._splitter.bytes_seen + len(data) > QUIET_RUNS_AFTER else _PLAIN
+        # quiet runs pay for themselves on long logs only: their patterns take ~40 ms to build; and
+        # at once on bytes that are not text (binary data read line by line costs ~100 us a line)
+        if not self._quiet_runs and (self._splitter.bytes_seen + len(data) > QUIET_RUNS_AFTER or _not_text(data)):
+            self._quiet_runs = True
+        patterns = _bulk() if self._quiet_runs else _PLAIN
         for item in self._splitter.feed_runs(data, patterns):
             if isinstance(item, Run):
                 self._run(item, out)
@@ -192,7 +197,7 @@ class Engine:
         if run.quiet:
             self._quiet_run(run, out)
             return
-        data, lineno, offset, n, stamps, joined, _, _ = run
+        data, lineno, offset, n, stamps, joined, _, _, _ = run
         if (
             not self._gate_open
             or joined.translate(_DIGITS_TO_0) != _STAMP_SHAPE * n
@@ -238,34 +243,34 @@ class Engine:
         pre-filter's literals are unrecognized, counted in bulk, moving the clock as each would;
         the others take the long way, and so does every line while state needs each one (--since
         not reached, an open record, a warning's source lines, --unrecognized)."""
-        data, lineno, offset = run.data, run.lineno, run.offset
+        data, lineno, offset, segmented = run.data, run.lineno, run.offset, run.segmented
         hits = event_finder().line_hits(data)
         h = 0
         pos, line_i = 1, 0  # data[pos:] is the run's line line_i
         while pos < len(data):
             if not self._quiet_state_clean():
                 end = data.index(b"\n", pos)
-                self._line(LogicalLine(lineno + line_i, offset + pos - 1, data[pos:end].decode("ascii")), out)
+                self._run_line(data[pos:end], lineno + line_i, offset + pos - 1, segmented, out)
                 pos, line_i = end + 1, line_i + 1
                 continue
             while h < len(hits) and hits[h] - 1 < pos:
                 h += 1  # a literal on a line already read
             if h == len(hits):
-                self._quiet_lines(data[pos - 1 :], lineno + line_i, offset + pos - 1, run.unstamped, out)
+                self._quiet_lines(data[pos - 1 :], lineno + line_i, offset + pos - 1, run, out)
                 return
             start = data.rfind(b"\n", 0, hits[h] - 1) + 1
-            line_i += self._quiet_lines(data[pos - 1 : start], lineno + line_i, offset + pos - 1, run.unstamped, out)
+            line_i += self._quiet_lines(data[pos - 1 : start], lineno + line_i, offset + pos - 1, run, out)
             end = data.index(b"\n", hits[h] - 1)
-            self._line(LogicalLine(lineno + line_i, offset + start - 1, data[start:end].decode("ascii")), out)
+            self._run_line(data[start:end], lineno + line_i, offset + start - 1, segmented, out)
             pos, line_i = end + 1, line_i + 1
 
     def _quiet_state_clean(self) -> bool:
         """Whether a line with no event would change nothing but counts (and the clock)."""
         return self._gate_open and self._on_unrecognized is None and not self._warning_tail and not self._records.has_open()
 
-    def _quiet_lines(self, data: bytes, lineno: int, offset: int, unstamped: bool, out: list[ev.EventBase]) -> int:
-        """``data`` (b"\\n" and whole lines) holds unrecognized lines: count them, keep the first
-        ones as the sample, move the clock (SGLang's lines). Returns how many lines it had."""
+    def _quiet_lines(self, data: bytes, lineno: int, offset: int, run: Run, out: list[ev.EventBase]) -> int:
+        """``data`` (b"\\n" and whole lines of ``run``) holds unrecognized lines: count them, keep
+        the first ones as the sample, move the clock (SGLang's lines). Returns how many lines it had."""
         n = data.count(b"\n") - 1
         if n <= 0:
             return 0
@@ -275,13 +280,13 @@ class Engine:
             cut = 0
             for _ in range(min(room, n)):
                 cut = data.index(b"\n", cut + 1)
-            self._run_lines(data[: cut + 1], lineno, offset, 1, out)
+            self._run_lines(data[: cut + 1], lineno, offset, 1, out, run.segmented)
             if room >= n:
                 return n
-            rest = self._quiet_lines(data[cut:], lineno + room, offset + cut, unstamped, out)
+            rest = self._quiet_lines(data[cut:], lineno + room, offset + cut, run, out)
             return room + rest
-        self._counts["unrecognized"] += n
-        if unstamped:
+        self._counts["unrecognized"] += count_pieces(data) if run.segmented else n
+        if run.unstamped:
             return n  # no time, no writer: nothing else moves
         stamps = _QUIET_STAMP.findall(data)
         first, last = stamps[0], stamps[-1]
@@ -292,11 +297,21 @@ class Engine:
         self._machine.note_lines(_iso(first), _iso(max(stamps)), lineno + n - 1)
         return n
 
-    def _run_lines(self, data: bytes, lineno: int, offset: int, pos: int, out: list[ev.EventBase]) -> None:
+    def _run_lines(
+        self, data: bytes, lineno: int, offset: int, pos: int, out: list[ev.EventBase], segmented: bool = False
+    ) -> None:
         """The lines of a run from ``data[pos:]`` on (``lineno`` at ``offset``), one by one."""
         for i, raw in enumerate(data[pos:-1].split(b"\n")):
-            self._line(LogicalLine(lineno + i, offset, raw.decode("ascii")), out)
+            self._run_line(raw, lineno + i, offset, segmented, out)
             offset += len(raw) + 1
+
+    def _run_line(self, raw: bytes, lineno: int, offset: int, segmented: bool, out: list[ev.EventBase]) -> None:
+        """One line of a run (without its \\n) the long way: a junk line's pieces each on its own."""
+        if not segmented:
+            self._line(LogicalLine(lineno, offset, raw.decode("ascii")), out)
+            return
+        for piece in pieces_of(raw, lineno, offset):
+            self._line(piece, out)
 
     # -- per line -------------------------------------------------------------------------------
 
@@ -342,7 +357,8 @@ class Engine:
                 self._counts["events"] += 1
                 return
             self._warning_tail = 0
-        foreign = foreign_source(env)
+        # only an open record asks whose the line is (a search through a long line costs)
+        foreign = self._records.has_open() and foreign_source(env)
         consumed, closed = self._records.offer(env, line.lineno, foreign)
         for done in closed:
             self._emit(done, out)
@@ -450,6 +466,17 @@ class Engine:
 
 def _iso(stamp: bytes) -> str:
     return stamp.decode("ascii").replace(" ", "T", 1)
+
+
+def _not_text(data: bytes) -> bool:
+    """NUL bytes or invalid UTF-8: binary data (a block cut inside a character counts too, harmlessly)."""
+    if data.isascii():
+        return b"\x00" in data
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return False
 
 
 def normalize_time(text: str) -> str:

@@ -16,7 +16,9 @@ def note_facts(run: Run, event: ev.EventBase, rank: str) -> None:
             run.server_args, run.server_args_line = event.args, event.line
         run.node_ranks.add(event.args.get("node_rank"))
     elif isinstance(event, ev.ParameterOverride):
-        run.overrides.append(event)
+        # every rank says it, and a server may say it again on each request: the report names it once
+        if not any(o.setting == event.setting and o.message == event.message for o in run.overrides):
+            run.overrides.append(event)
     elif isinstance(event, ev.WeightLoadBegin) and event.avail_mem_gb is not None:
         _reading(run, rank, "weight_loading_start", event.avail_mem_gb, event.line)
     elif isinstance(event, ev.WeightLoadEnd):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import NamedTuple, cast
@@ -67,15 +68,44 @@ class Run(NamedTuple):
     # stamps and joined are then empty (the engine reads what it needs itself)
     quiet: bool = False
     unstamped: bool = False  # a quiet run of lines without SGLang's prefix (RunPatterns' group "loose")
+    # a quiet run of junk lines (RunPatterns.junk): any bytes, each \r-separated piece a logical line
+    segmented: bool = False
 
     def logical_lines(self) -> list[LogicalLine]:
         """The lines of the run as ``LineSplitter.feed`` would have given them (plain runs are ASCII)."""
         out: list[LogicalLine] = []
         pos = self.offset
         for j, raw in enumerate(self.data.split(b"\n")[1:-1]):
-            out.append(LogicalLine(self.lineno + j, pos, raw.decode()))
+            if self.segmented:
+                out.extend(pieces_of(raw, self.lineno + j, pos))
+            else:
+                out.append(LogicalLine(self.lineno + j, pos, raw.decode()))
             pos += len(raw) + 1
         return out
+
+
+def pieces_of(raw: bytes, lineno: int, offset: int) -> list[LogicalLine]:
+    """The logical lines of a junk line (``raw``, without its \\n, at ``offset``): its pieces
+    between \\r, as the splitter gives them (a junk line has no glued prefix, no escape, no
+    overlong piece)."""
+    out: list[LogicalLine] = []
+    pos = offset
+    for part in raw.split(b"\r"):
+        if part:
+            out.append(LogicalLine(lineno, pos, part.decode("utf-8", errors="replace")))
+        pos += len(part) + 1
+    return out
+
+
+_PIECES = re.compile(rb"[^\r\n]+")
+# every byte to b"a" but the separators, which become b"\n": a piece starts at each b"\na"
+_SEPARATORS = bytes(10 if b in (10, 13) else 97 for b in range(256))
+
+
+def count_pieces(data: bytes) -> int:
+    """How many logical lines the junk lines in ``data`` (b"\\n" and whole lines) make: their
+    non-empty pieces between \\r."""
+    return data.translate(_SEPARATORS).count(b"\na")
 
 
 class RunPatterns(NamedTuple):
@@ -83,6 +113,9 @@ class RunPatterns(NamedTuple):
     # it if that line is plain, else empty
     lines: re.Pattern[bytes]
     run: re.Pattern[bytes]  # one or more such lines; or, with groups "plain"/"quiet", runs of either kind
+    # a junk line, decoded (plain.junk_line, built on first use): the lines between runs that are
+    # not ASCII and match it make quiet runs too
+    junk: Callable[[], re.Pattern[str]] | None = None
 
 
 _STAMP = itemgetter(0)
@@ -243,6 +276,10 @@ class LineSplitter:
             if len(joined) == 19 * n and self._plain(buf, n):  # no line without a timestamp
                 return [self._take_run(buf, offset, n, found, joined)]
         self._all_plain = False
+        if patterns.junk is not None and not buf.isascii() and not _is_utf8(buf):
+            # binary data: plain and quiet runs (ASCII) are rare, and looking for them costs a regex
+            # step at every byte; the lines that are not junk are read one by one
+            return self._between_runs(buf[1:], offset, patterns.junk)
         out: list[LogicalLine | Run] = []
         done = 1  # buf[1:done] is handled
         for m in patterns.run.finditer(buf, first):
@@ -252,7 +289,7 @@ class LineSplitter:
             if not self._plain(run, n, stamped=m.lastgroup != "loose"):
                 continue  # left to the line-by-line path
             if s > done:
-                out.extend(self._split_lines(buf[done:s], offset + done - 1))
+                out.extend(self._between_runs(buf[done:s], offset + done - 1, patterns.junk))
             if m.lastgroup in ("quiet", "loose"):
                 quiet = self._take_run(run, offset + s - 1, n, [], b"")
                 out.append(quiet._replace(quiet=True, unstamped=m.lastgroup == "loose"))
@@ -263,8 +300,61 @@ class LineSplitter:
                 out.append(self._take_run(run, offset + s - 1, n, found, b"".join(map(_STAMP, found))))
             done = e
         if done < len(buf):
-            out.extend(self._split_lines(buf[done:], offset + done - 1))
+            out.extend(self._between_runs(buf[done:], offset + done - 1, patterns.junk))
         return out
+
+    def _between_runs(
+        self, block: bytes, offset: int, junk_pattern: Callable[[], re.Pattern[str]] | None
+    ) -> list[LogicalLine | Run]:
+        """Lines between runs (``block`` ends with a terminator), line by line; but when they are
+        not all ASCII, consecutive whole lines that the junk pattern matches (binary data) make a
+        quiet run of their own."""
+        if junk_pattern is None or block.isascii():
+            return list(self._split_lines(block, offset))
+        junk = junk_pattern()
+        out: list[LogicalLine | Run] = []
+        start = 0
+        if offset != self._line_start:  # the block starts inside a line begun earlier
+            start = block.find(b"\n") + 1
+            if start <= 0:
+                return list(self._split_lines(block, offset))
+            out.extend(self._split_lines(block[:start], offset))
+        lines = block[start:].split(b"\n")
+        tail = lines.pop()  # after the last \n: a piece of a line that ends with \r, or nothing
+        texts = block[start:].decode("utf-8", errors="replace").split("\n")  # the same lines: \n is \n
+        pos = offset + start
+        i = 0
+        for is_junk, group in itertools.groupby(junk.fullmatch(text) is not None for text in texts[: len(lines)]):
+            n = sum(1 for _ in group)
+            chunk = b"\n".join(lines[i : i + n]) + b"\n"
+            if is_junk:
+                out.append(self._take_junk(chunk, pos, n, texts[i : i + n]))
+            else:
+                out.extend(self._split_lines(chunk, pos))
+            pos += len(chunk)
+            i += n
+        if tail:
+            out.extend(self._split_lines(tail, pos))
+        return out
+
+    def _take_junk(self, chunk: bytes, offset: int, n: int, texts: list[str]) -> Run:
+        """``n`` junk lines (``chunk``, each through its \\n, at ``offset``) as a quiet run, the
+        counts kept as ``_split_lines`` keeps them: a logical line per piece, an invalid one per
+        piece that is not UTF-8."""
+        data = b"\n" + chunk
+        pieces = count_pieces(data)
+        if data.isascii():
+            invalid = 0
+        elif b"\xef\xbf\xbd" not in data:
+            # decoding put U+FFFD exactly where the bytes are not UTF-8
+            pieces_text = "\n".join(texts).replace("\r", "\n").split("\n")
+            invalid = sum(map(str.__contains__, pieces_text, itertools.repeat("\ufffd")))
+        else:
+            invalid = sum(not _is_utf8(piece) for piece in _PIECES.findall(data))
+        run = self._take_run(data, offset, n, [], b"")
+        self.stats.logical += pieces - n
+        self.stats.invalid_utf8 += invalid
+        return run._replace(quiet=True, unstamped=True, segmented=True)
 
     def _plain(self, run: bytes, n: int, stamped: bool = True) -> bool:
         """Whether each line of ``run`` (b"\\n" and n lines) is one logical line as it stands."""
@@ -353,6 +443,14 @@ def wrapped_until(part: bytes, stamp: int) -> int:
     """Where the wrappers before ``part[stamp]`` end, if it is only wrappers; else -1."""
     head = part[:stamp].decode("utf-8", errors="replace")
     return stamp if wrappers_end(head + "[") >= len(head) else -1
+
+
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _first_terminator(data: bytes) -> int:

@@ -172,7 +172,7 @@ class PhaseMachine:
             assessment = assessment._replace(severity=Severity.NOTE)
         if assessment is not None:
             track = run.tracks.get(event.rank) or run.tracks.get(self._default_rank(event))
-            run.incidents.append(Incident(event, assessment, track.phase if track else None))
+            run.incidents.add(Incident(event, assessment, track.phase if track else None))
             if run.first_entry is None and assessment.phase is not None and assessment.severity is not Severity.NOTE:
                 # nothing before it named a phase: the run is first seen where the failure struck
                 run.first_entry = (assessment.phase, event.line)

@@ -97,3 +97,34 @@ def bulk_runs() -> re.Pattern[bytes]:
     return re.compile(
         rb"(?m)^(?:(?P<plain>" + _PLAIN_RUN_BODY + rb")|(?P<quiet>(?:" + quiet + rb")+)|(?P<loose>(?:" + loose + rb")+))"
     )
+
+
+@cache
+def junk_line() -> re.Pattern[str]:
+    """A physical line (decoded, without its ``\\n``) that is no event and changes nothing but the
+    counts, whatever its bytes: binary data, random text, output no grammar knows. For
+    ``fullmatch``. Each of its pieces between ``\\r`` (a logical line of its own) has no envelope
+    and no weak head nor a head's literal start at its start (as quiet runs), a character that is
+    not white space (it is not blank: ``\\S`` is what ``str.strip`` keeps), no
+    ``%`` before a bar's meter (the progress-bar probe), no ``[`` before two digits or a digit and
+    a colon (a glued SGLang prefix, a bar's clock), no ANSI escape sequence, at most MAX_QUIET_CHARS
+    characters (never overlong). Whether a piece holds a literal of an event is the pre-filter's
+    question, as for quiet runs. A str pattern: the envelope and the heads are matched on the text
+    as the line path decodes it (``\\d``, ``\\w``, ``\\s`` of str)."""
+    from logphase.pipeline.envelope import envelope_patterns
+    from logphase.pipeline.prefilter import event_literals, first_chars, head_leads
+
+    leads = [re.escape(lead) for lead in sorted(head_leads(), key=lambda x: (-len(x), x))]
+    starts = "|".join([*(f"(?:{p})" for p in envelope_patterns()), *leads, *(f"(?:{h})" for h in event_literals()[1])])
+    # what they can start with, tried first: most pieces of binary data start with none of it
+    first = first_chars(starts)
+    guard = f"(?=[{first}])" if first else ""
+    meter = terminal_pattern("tqdm", "BAR_METER")
+    # the loop unrolled: runs of ordinary characters are one repeat (a group per character costs ~10x)
+    plain = r"[^%\[\x1b\r]*"
+    # an escape that lines._ANSI would not remove (with ``[^\x07]`` across pieces: stricter)
+    escape = r"\x1b(?!\[[0-9;?]*[A-Za-z]|\][^\x07]*\x07)"
+    odd = rf"(?:%(?!{meter})|\[(?!\d[\d:])|{escape})"
+    bounded = r"(?=[^\r]{1," + str(MAX_QUIET_CHARS) + r"}(?:\r|\Z))"
+    piece = f"(?!{guard}(?:{starts}))" + bounded + r"(?=[^\r]*?\S)" + plain + f"(?:{odd}{plain})*" + r"(?=\r|\Z)"
+    return re.compile(r"\r*(?:" + piece + r"\r*)+")

@@ -91,6 +91,69 @@ def _leads(items: Sequence[Any]) -> set[str] | None:
     return {run} if run else None
 
 
+def first_chars(pattern: str) -> str | None:
+    """A character class (its body, for ``[...]``) holding every character a match of
+    ``pattern`` can start with, or None when that is not known (a negated class, any character,
+    an empty match, case folding). The classes ``\\d``, ``\\w``, ``\\s`` stay as such: they mean
+    what they mean in the pattern (str or bytes)."""
+    parsed = _sre.parse(pattern)
+    if parsed.state.flags & re.IGNORECASE:
+        return None
+    found = _firsts(list(parsed))
+    if found is None or found[1]:
+        return None
+    return "".join(sorted(found[0]))
+
+
+_CATEGORIES = {
+    _sre.CATEGORY_DIGIT: r"\d",
+    _sre.CATEGORY_WORD: r"\w",
+    _sre.CATEGORY_SPACE: r"\s",
+}
+
+
+def _firsts(items: Sequence[Any]) -> tuple[set[str], bool] | None:
+    """(what a match of the sequence ``items`` can start with, whether it can be empty)."""
+    parts: set[str] = set()
+    for op, av in items:
+        if op is _sre.LITERAL:
+            parts.add(re.escape(chr(av)))
+            return parts, False
+        if op is _sre.IN:
+            for kind, value in av:
+                if kind is _sre.LITERAL:
+                    parts.add(re.escape(chr(value)))
+                elif kind is _sre.RANGE:
+                    parts.add(f"{re.escape(chr(value[0]))}-{re.escape(chr(value[1]))}")
+                elif kind is _sre.CATEGORY and value in _CATEGORIES:
+                    parts.add(_CATEGORIES[value])
+                else:
+                    return None  # a negated class or category
+            return parts, False
+        if op in (_sre.AT, _sre.ASSERT, _sre.ASSERT_NOT):
+            continue  # zero-width: the match starts with what follows (an assertion only narrows it)
+        if op is _sre.SUBPATTERN:
+            if av[1] & re.IGNORECASE:
+                return None
+            inner = _firsts(list(av[-1]))
+        elif op is _sre.BRANCH:
+            branches = [_firsts(list(b)) for b in av[1]]
+            if any(b is None for b in branches):
+                return None
+            inner = (set().union(*(b[0] for b in branches if b)), any(b[1] for b in branches if b))
+        elif op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT):
+            body = _firsts(list(av[2]))
+            inner = None if body is None else (body[0], body[1] or av[0] == 0)
+        else:
+            return None  # any character, a group reference ...
+        if inner is None:
+            return None
+        parts |= inner[0]
+        if not inner[1]:
+            return parts, False
+    return parts, True
+
+
 class LiteralFinder:
     """Finds where any of a set of literals occurs in a block of bytes: Hyperscan (gigabytes a
     second) when installed, else one compiled alternation (the same answer, slower)."""
@@ -197,6 +260,7 @@ __all__ = [
     "LiteralFinder",
     "event_finder",
     "event_literals",
+    "first_chars",
     "head_leads",
     "hyperscan_wanted",
     "leading_literals",

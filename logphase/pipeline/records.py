@@ -18,11 +18,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from enum import Enum
+from functools import cache
 
 from logphase.pipeline import events as ev
 from logphase.pipeline.envelope import Envelope
 from logphase.pipeline.events import LineInfo
 from logphase.pipeline.grammars import Parsed, parse, terminal_pattern
+from logphase.pipeline.prefilter import literal_factors
 
 # An exception message may run over several lines ("Possible solutions:", torchrun's failure
 # report); beyond this many lines the record is closed and what follows is read on its own.
@@ -312,12 +314,26 @@ def _continue_cxx(record: OpenRecord, stripped: str, shape: Parsed | None) -> bo
     return False
 
 
+# Lines longer than this are first searched for the openers' literals (str.find is a fast search)
+_LONG_LINE = 1024
+
+
+@cache
+def _opener_literals() -> frozenset[str]:
+    """Strings one of which every match of ``_OPENERS`` contains."""
+    found = literal_factors(_OPENERS.pattern)
+    assert found is not None, "the record openers have no literals to search for"
+    return found
+
+
 def opens_record(env: Envelope, at: LineInfo) -> OpenRecord | None:
     """A record starts at a traceback header (bare, rank-prefixed or after a logged message such as
     'Scheduler hit an exception: '), at threading's 'Exception in thread X:', at faulthandler's
     'Fatal Python error' or a C++ 'terminate called ...'; without its first line, at a frame, a
     faulthandler stack or an exception line that no SGLang prefix precedes."""
     text = env.message
+    if len(text) > _LONG_LINE and not any(literal in text for literal in _opener_literals()):
+        return None  # the regex tries each opener at each position: a long line is searched for their literals
     if _OPENERS.search(text) is None:
         return None  # a cheap test first: most lines are not traceback lines
     shape = line_shape(text)

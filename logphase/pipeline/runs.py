@@ -3,14 +3,20 @@ entered, as spans of time and lines), its incidents and the facts its lines gave
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from logphase.pipeline import events as ev
+from logphase.pipeline.causes import Cause
 from logphase.pipeline.diagnosis import Assessment, Severity
 from logphase.pipeline.phases import Phase
+
+# The consequences a report lists (the first ones in line order); the run keeps one more, for
+# the case where the root is among them.
+MAX_CONSEQUENCES = 50
 
 
 def seconds_between(a: str | None, b: str | None) -> float | None:
@@ -87,6 +93,90 @@ class Incident:
         return self
 
 
+def _root_order(incident: Incident) -> tuple[str, int]:
+    """Which of two failures of one severity is the root: first in time; among failures stamped
+    with the same second (the log's resolution), the earliest line: line numbers do not depend on
+    how the input was read (to the second: stamps of other writers may carry fractions, SGLang's
+    do not)."""
+    return (incident.event.ts or "")[:19], incident.event.line
+
+
+class Incidents:
+    """The incidents of a run, kept flat in their number (a server failing while serving can print
+    a million tracebacks): what the report reads of them, exactly as if every one were kept.
+
+    * the earliest of each failing severity (root, unstated), the candidates for the root cause;
+    * the first echo of each cause, and the first echo at all (the root when no failure states one);
+    * the first ``MAX_CONSEQUENCES + 1`` in line order (the consequences, whichever is the root);
+    * the last line of each rank that reported one (whose loss the others reported);
+    * how many of each severity there were.
+    """
+
+    def __init__(self) -> None:
+        self.counts: dict[Severity, int] = dict.fromkeys(Severity, 0)
+        self._earliest: dict[Severity, Incident] = {}
+        self._first_echo: Incident | None = None
+        self._first_echo_of: dict[Cause, Incident] = {}
+        # (line, arrival, incident): sorted, the first in line order; arrival keeps the order of equal lines
+        self._first_lines: list[tuple[int, int, Incident]] = []
+        self._last_line_of_rank: dict[str, int] = {}
+
+    def add(self, incident: Incident) -> None:
+        severity = incident.assessment.severity
+        arrival = len(self)
+        self.counts[severity] += 1
+        if severity in (Severity.ROOT, Severity.UNSTATED):
+            best = self._earliest.get(severity)
+            if best is None or _root_order(incident) < _root_order(best):
+                self._earliest[severity] = incident
+        elif severity is Severity.ECHO:
+            if self._first_echo is None:
+                self._first_echo = incident
+            self._first_echo_of.setdefault(incident.assessment.cause, incident)
+        event = incident.event
+        if len(self._first_lines) <= MAX_CONSEQUENCES or event.line < self._first_lines[-1][0]:
+            bisect.insort(self._first_lines, (event.line, arrival, incident), key=lambda kept: kept[:2])
+            del self._first_lines[MAX_CONSEQUENCES + 1 :]
+        if event.rank is not None and event.line > self._last_line_of_rank.get(event.rank, 0):
+            self._last_line_of_rank[event.rank] = event.line
+
+    def __len__(self) -> int:
+        return sum(self.counts.values())
+
+    def held(self) -> list[Incident]:
+        """The incidents kept, each once (bounded whatever their number)."""
+        held = [kept for _, _, kept in self._first_lines]
+        held.extend(self._earliest.values())
+        held.extend(self._first_echo_of.values())
+        if self._first_echo is not None:
+            held.append(self._first_echo)
+        return list({id(i): i for i in held}.values())
+
+    def stored(self) -> int:
+        """How many incidents are held: for tests."""
+        return len(self.held())
+
+    def has_failure(self) -> bool:
+        """A failure that is no echo: one that states its error or shows one without it."""
+        return bool(self._earliest)
+
+    def earliest(self, severity: Severity) -> Incident | None:
+        """The first in time (then in line order) of a failing severity (root or unstated)."""
+        return self._earliest.get(severity)
+
+    def first_echo(self, cause: Cause | None = None) -> Incident | None:
+        """The first echo of ``cause``, or the first echo at all."""
+        return self._first_echo if cause is None else self._first_echo_of.get(cause)
+
+    def consequences(self, root: Incident | None) -> list[Incident]:
+        """The first ``MAX_CONSEQUENCES`` incidents other than the root, in line order."""
+        return [i for _, _, i in self._first_lines if i is not root][:MAX_CONSEQUENCES]
+
+    def ranks_after(self, line: int) -> set[str]:
+        """The ranks that reported an incident after ``line``."""
+        return {rank for rank, last in self._last_line_of_rank.items() if last > line}
+
+
 @dataclass
 class Run:
     index: int
@@ -99,7 +189,7 @@ class Run:
     server_args_line: int | None = None
     ready_ts: str | None = None
     ready_line: int | None = None
-    incidents: list[Incident] = field(default_factory=list)
+    incidents: Incidents = field(default_factory=Incidents)
     overrides: list[ev.ParameterOverride] = field(default_factory=list)
     notices: list[tuple[str, str, int]] = field(default_factory=list)  # (kind, message, line)
     memory: dict[str, dict[str, float]] = field(default_factory=dict)  # rank -> boundary -> GB
@@ -136,7 +226,7 @@ class Run:
         for track in self.tracks.values():
             for span in track.spans.values():
                 span.start, span.end = move(span.start), move(span.end)
-        for event in [i.event for i in self.incidents] + [*self.overrides, *self.bars.values()]:
+        for event in [i.event for i in self.incidents.held()] + [*self.overrides, *self.bars.values()]:
             event.ts = move(event.ts)
 
     def retire(self) -> Run:
@@ -168,7 +258,7 @@ class Run:
 
     @property
     def has_root(self) -> bool:
-        return any(i.assessment.severity in (Severity.ROOT, Severity.UNSTATED) for i in self.incidents)
+        return self.incidents.has_failure()
 
     def furthest_phase(self) -> Phase | None:
         phases = [t.phase for t in self.tracks.values() if t.phase is not None]
