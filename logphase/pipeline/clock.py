@@ -10,6 +10,7 @@ of day inside a dated wrapper takes the day that puts it nearest the wrapper's t
 
 from __future__ import annotations
 
+import calendar
 from datetime import datetime, timedelta
 
 from logphase.pipeline.envelope import Envelope, Stamp
@@ -29,13 +30,16 @@ class LogClock:
         self._undated_last: str | None = None
         self._outer_offset: float | None = None  # SGLang's time minus the wrapper's
 
-    def resolve(self, stamp: Stamp) -> str:
-        """The ISO form of a stamp, with the date filled in from what came before."""
+    def resolve(self, stamp: Stamp) -> str | None:
+        """The ISO form of a (valid, see envelope.valid_stamp) stamp, with the date filled in from
+        what came before; None for Feb 29 of a year that has none (the year taken from before)."""
         if stamp.year is not None and stamp.month is not None and stamp.day is not None:
             self._date = (stamp.year, stamp.month, stamp.day)
             return f"{stamp.year:04d}-{stamp.month:02d}-{stamp.day:02d}T{stamp.time}"
         if stamp.month is not None and stamp.day is not None:
             year = self._date[0] if self._date is not None else 1
+            if stamp.day > calendar.monthrange(year, stamp.month)[1]:
+                return None
             return f"{year:04d}-{stamp.month:02d}-{stamp.day:02d}T{stamp.time}"
         if self._date is not None:
             y, m, d = self._date
@@ -44,7 +48,7 @@ class LogClock:
         if last is not None and _seconds(last) - _seconds(stamp.time) > _HALF_DAY_S:
             self._undated_day += 1
         self._undated_last = stamp.time
-        day = datetime(1, 1, 1) + timedelta(days=self._undated_day)
+        day = datetime(1, 1, 1) + timedelta(days=min(self._undated_day, 365 * 9000))
         return f"{day.year:04d}-{day.month:02d}-{day.day:02d}T{stamp.time}"
 
     def provisional(self, env: Envelope) -> bool:
@@ -52,33 +56,53 @@ class LogClock:
         return env.stamp is None and env.outer is not None and self._outer_offset is None
 
     def of(self, env: Envelope) -> str | None:
-        """A line's time: SGLang's own stamp, else its innermost wrapper's (in SGLang's zone)."""
+        """A line's time: SGLang's own stamp, else its innermost wrapper's (in SGLang's zone); None
+        when neither makes a time (the line then takes the time of the lines before it)."""
         if env.stamp is not None:
+            ts: str | None
+            outer: str | None
             if env.outer is not None and env.stamp.year is None and env.outer.year is not None:
                 # a time of day inside a dated wrapper: the day that puts it nearest the wrapper's
                 # time in SGLang's zone (the two may sit on either side of midnight)
                 outer = self.resolve(env.outer)
-                ts = _nearest_day(_parse(outer) + timedelta(seconds=self._outer_offset or 0), env.stamp.time)
+                guess = _shifted(_parse(outer), self._outer_offset or 0) if outer is not None else None
+                ts = _nearest_day(guess, env.stamp.time) if guess is not None else None
             else:
                 ts = self.resolve(env.stamp)
-            if env.outer is not None:
-                outer = self.resolve(env.outer)
+            outer = self.resolve(env.outer) if env.outer is not None else None
+            if ts is not None and outer is not None:
                 offset = (_parse(ts) - _parse(outer)).total_seconds()
                 self._outer_offset = round(offset / _ZONE_STEP_S) * _ZONE_STEP_S
-            return ts
+            if ts is not None or outer is None:
+                return ts
+            return self._in_sglang_zone(outer)
         if env.outer is None:
             return None
         outer = self.resolve(env.outer)
+        return self._in_sglang_zone(outer) if outer is not None else None
+
+    def _in_sglang_zone(self, outer: str) -> str:
         if not self._outer_offset:
             return outer
-        shifted = _parse(outer) + timedelta(seconds=self._outer_offset)
+        shifted = _shifted(_parse(outer), self._outer_offset)
+        if shifted is None:
+            return outer  # moved past year 1 or 9999 (a damaged stamp): the wrapper's own time
         return shifted.isoformat(timespec="microseconds" if "." in outer else "seconds")
 
 
-def _nearest_day(guess: datetime, clock: str) -> str:
+def _shifted(at: datetime, seconds: float) -> datetime | None:
+    """``at`` moved by ``seconds``; None when that leaves datetime's years 1-9999."""
+    try:
+        return at + timedelta(seconds=seconds)
+    except OverflowError:
+        return None
+
+
+def _nearest_day(guess: datetime, clock: str) -> str | None:
     """``clock`` (HH:MM:SS[.f]) on the day before, of or after ``guess``, whichever is nearest it."""
     at = datetime.fromisoformat(f"{guess.date().isoformat()}T{clock}")
-    best = min((at + timedelta(days=d) for d in (-1, 0, 1)), key=lambda t: abs((t - guess).total_seconds()))
+    days = (_shifted(at, d * 86400.0) for d in (-1, 0, 1))
+    best = min((t for t in days if t is not None), key=lambda t: abs((t - guess).total_seconds()))
     return best.isoformat(timespec="microseconds" if "." in clock else "seconds")
 
 

@@ -18,7 +18,7 @@ from logphase.pipeline import events as ev
 from logphase.pipeline.build_report import build_report
 from logphase.pipeline.classify import classify, foreign_source
 from logphase.pipeline.clock import LogClock
-from logphase.pipeline.envelope import Envelope, Stamp, split_envelope
+from logphase.pipeline.envelope import Envelope, Stamp, plain_minutes_valid, split_envelope, valid_plain_stamp, valid_stamp
 from logphase.pipeline.events import LineInfo
 from logphase.pipeline.grammars import terminal_pattern
 from logphase.pipeline.lines import LineSplitter, LogicalLine, Run, RunPatterns
@@ -27,7 +27,7 @@ from logphase.pipeline.messages import MESSAGES
 from logphase.pipeline.plain import PLAIN_LINES, PLAIN_RUN, bulk_runs
 from logphase.pipeline.prefilter import event_finder
 from logphase.pipeline.records import RecordAssembler, cut_header, line_shape, opens_record
-from logphase.pipeline.report import LinesReport, Report, normalize_expect
+from logphase.pipeline.report import LinesReport, Report, WarningReport, normalize_expect
 
 # Raw text kept on an event; the rest of a long line is reachable through its line number.
 MAX_RAW_CHARS = 2000
@@ -90,6 +90,8 @@ class Engine:
         self.unrecognized_sample: list[tuple[int, str]] = []
         self._counts = {"events": 0, "unrecognized": 0, "blank": 0, "ignored": 0, "truncated": 0}
         self._truncated_line: int | None = None
+        self._bad_stamps = 0  # lines whose stamp makes no valid time (read as text, time inherited)
+        self._first_bad_stamp: tuple[int, str] | None = None
         self._warning_tail = 0  # indented source lines that follow a Python warning
         self._finished = False
 
@@ -166,7 +168,7 @@ class Engine:
             invalid_utf8=stats.invalid_utf8,
             overlong=stats.overlong,
         )
-        return build_report(
+        report = build_report(
             machine,
             lines,
             self.source,
@@ -175,6 +177,21 @@ class Engine:
             run_index=run,
             input_complete=self._finished,
             since=self._since,
+        )
+        if self._first_bad_stamp is not None:
+            report.warnings.append(self._bad_stamp_warning(self._first_bad_stamp))
+        return report
+
+    def _bad_stamp_warning(self, first: tuple[int, str]) -> WarningReport:
+        line, text = first
+        n = self._bad_stamps
+        lines = "1 line carries" if n == 1 else f"{n} lines carry"
+        return WarningReport(
+            kind="invalid_timestamp",
+            message=f"{lines} a timestamp that makes no valid time (first {text!r}): read as text, "
+            f"{'its' if n == 1 else 'their'} time taken from the line before",
+            line=line,
+            found=text,
         )
 
     @property
@@ -194,6 +211,7 @@ class Engine:
         if (
             not self._gate_open
             or joined.translate(_DIGITS_TO_0) != _STAMP_SHAPE * n
+            or not plain_minutes_valid(joined)
             or _TRACEBACK_BYTES in data
             # no "L", no "NCCL": a one-byte search is many times faster than a five-byte one
             or (b"INFO:" in data and b"L" in data and b"NCCL" in data)
@@ -276,14 +294,20 @@ class Engine:
                 return n
             rest = self._quiet_lines(data[cut:], lineno + room, offset + cut, unstamped, out)
             return room + rest
-        self._counts["unrecognized"] += n
         if unstamped:
+            self._counts["unrecognized"] += n
             return n  # no time, no writer: nothing else moves
         stamps = _QUIET_STAMP.findall(data)
-        first, last = stamps[0], stamps[-1]
+        first, last, low, high = stamps[0], stamps[-1], min(stamps), max(stamps)
+        one_date = low[:10] == high[:10] and valid_plain_stamp(low) and valid_plain_stamp(high)
+        if not (one_date and plain_minutes_valid(b"".join(stamps))):
+            # a stamp that makes no time among them (or a change of date): each line the long way
+            self._run_lines(data, lineno, offset, 1, out)
+            return n
+        self._counts["unrecognized"] += n
         self._warning_tail = 0
         self._last_ts = self._clock.resolve(Stamp(int(last[:4]), int(last[5:7]), int(last[8:10]), last[11:19].decode()))
-        self._machine.note_lines(_iso(first), _iso(max(stamps)), lineno + n - 1)
+        self._machine.note_lines(_iso(first), _iso(high), lineno + n - 1)
         return n
 
     def _run_lines(self, data: bytes, lineno: int, offset: int, pos: int, out: list[ev.EventBase]) -> None:
@@ -317,6 +341,8 @@ class Engine:
                 self._counts["blank"] += 1
             return
         ts = self._clock.of(env)
+        if env.bad_stamp is not None or (ts is None and (env.stamp is not None or env.outer is not None)):
+            self._note_bad_stamp(line.lineno, env.bad_stamp or _written(env))
         if ts is not None:
             if not self._gate_open and self._since is not None and ts >= self._since:
                 self._gate_open = True
@@ -363,10 +389,10 @@ class Engine:
         if isinstance(found, ev.PythonWarning):
             self._warning_tail = WARNING_TAIL_LINES
         if ts is None:
-            self._own_time(found, env)
+            self._own_time(found, env, line.lineno)
         self._emit(found, out)
 
-    def _own_time(self, event: ev.EventBase, env: Envelope) -> None:
+    def _own_time(self, event: ev.EventBase, env: Envelope, line: int) -> None:
         """A line no wrapper or SGLang prefix dates may carry its own time: PyTorch's glog stamp
         ('[E130 18:11:34.707542570 ProcessGroupGloo.cpp:143]', 'W0529 14:02:24.102000 90211 ...')."""
         if MESSAGES.get(event.rule or "", None) is None or MESSAGES[event.rule or ""].grammar != "torch":
@@ -375,7 +401,11 @@ class Engine:
         if m is None:
             return
         stamp = Stamp(None, int(m.group("month")), int(m.group("day")), m.group("time")[:15])
-        event.ts = self._last_ts = self._clock.resolve(stamp)
+        ts = self._clock.resolve(stamp) if valid_stamp(stamp) else None
+        if ts is None:
+            self._note_bad_stamp(line, m.group(0).lstrip("["))  # month 13: text, the time stays inherited
+            return
+        event.ts = self._last_ts = ts
         event.ts_inherited = False
 
     def _partial(self, line: LogicalLine, env: Envelope, ts: str | None, out: list[ev.EventBase]) -> None:
@@ -398,6 +428,12 @@ class Engine:
                 self._emit(done, out)
         self._counts["truncated"] += 1
         self._truncated_line = line.lineno
+
+    def _note_bad_stamp(self, lineno: int, text: str) -> None:
+        """A stamp-shaped part that makes no time: counted, and the first one kept for the warning."""
+        self._bad_stamps += 1
+        if self._first_bad_stamp is None:
+            self._first_bad_stamp = (lineno, text)
 
     def _same_physical_line(self, lineno: int, env: Envelope) -> Envelope:
         """A wrapper (docker, compose, Ray ...) wraps a physical line: the pieces split from it (bar
@@ -423,6 +459,16 @@ class Engine:
     def _emit(self, event: ev.EventBase, out: list[ev.EventBase]) -> None:
         self._machine.feed(event)
         out.append(event)
+
+
+def _written(env: Envelope) -> str:
+    """A stamp as the line wrote it, near enough for a warning (the clock could not date it)."""
+    stamp = env.stamp or env.outer
+    if stamp is None:
+        return ""
+    year, month, day, clock = stamp
+    date = "-".join(f"{v:02d}" for v in (year, month, day) if v is not None)
+    return f"{date} {clock}".strip()
 
 
 def _iso(stamp: bytes) -> str:
