@@ -54,6 +54,11 @@ assert re.fullmatch(terminal_pattern("traceback", "TRACEBACK"), _TRACEBACK_BYTES
 # ("E130 ..." in c10's own logger: the month without its leading zero)
 _GLOG_TIME = re.compile(r"\[?[IWEF](?P<month>\d\d?)(?P<day>\d\d) (?P<time>\d\d:\d\d:\d\d(?:\.\d+)?)")
 assert re.fullmatch(terminal_pattern("torch", "GLOG_STAMP"), "E130 18:11:34.707542")
+# a last line that is only the start of a prefix: SGLang's or torchrun's bracket ("[2026-05-12 18:2",
+# "[2026-05-12 18:20:05 TP", "[rank"), or a wrapper's stamp ("2026-05-12T18:2")
+_HALF_PREFIX = re.compile(r"\[(?:\d[\d\-:.,T ]*(?: [A-Z]{1,4}\d*)*|r(?:a(?:n(?:k\d*)?)?)?)?|\d{1,4}(?:-[\d\-:.,T+Z]*)?")
+# what a progress bar's redraw shows ("40%|████", "50% Completed | 3/6", "| 14/35 [00:0")
+_BAR_SHAPE = re.compile(r"\d%\||% Completed|\| *\d+/\d+ \[")
 _DIGITS_TO_0 = bytes.maketrans(b"123456789", b"000000000")
 _STAMP_SHAPE = b"0000-00-00 00:00:00"  # what PLAIN_LINE's 19-byte timestamps must look like
 
@@ -350,7 +355,7 @@ class Engine:
         if not self._gate_open:
             self._counts["ignored"] += 1
             return
-        if line.partial:
+        if line.partial and self._visibly_cut(line, env, ts):
             self._partial(line, env, ts, out)
             return
         if self._warning_tail:
@@ -408,9 +413,24 @@ class Engine:
         event.ts = self._last_ts = ts
         event.ts_inherited = False
 
+    def _visibly_cut(self, line: LogicalLine, env: Envelope, ts: str | None) -> bool:
+        """Whether the last line, which the input ended without its newline, shows that it was cut:
+        it is inside a traceback not yet at its exception line, it is a progress bar's redraw that
+        is not a whole bar, or it is a prefix or a traceback header half written (``[2026-05-12 18:2``,
+        ``Traceback (most rec``), or SGLang's prefix without its message. Any other
+        last line is a line (logs copied out of notebooks, CI pages and chats lose the last ``\n``)."""
+        if self._records.continues_incomplete(env, foreign_source(env)):
+            return True
+        message = env.message.strip()
+        if env.stamped and not message:
+            return True
+        if _HALF_PREFIX.fullmatch(message) is not None or cut_header(env, self._info(line, env, ts)) is not None:
+            return True  # a prefix, or a traceback's header ("Scheduler hit an exception: Tra"), half written
+        return _BAR_SHAPE.search(message) is not None and not isinstance(classify(env, self._info(line, env, ts)), ev.ProgressBar)
+
     def _partial(self, line: LogicalLine, env: Envelope, ts: str | None, out: list[ev.EventBase]) -> None:
-        """A line cut short (the input ended inside it): a bar is a bar, a cut traceback header
-        still opens its record; anything else is counted as truncated."""
+        """A line visibly cut short (see ``_visibly_cut``): a cut traceback header still opens its
+        record, the rest of a traceback says where it was; the line is counted as truncated."""
         info = self._info(line, env, ts)
         bar = classify(env, info)
         if isinstance(bar, ev.ProgressBar):
