@@ -12,6 +12,7 @@ writer, ``LEVEL`` a log level, ``RANK_TAG`` SGLang's rank tags.
 from __future__ import annotations
 
 import calendar
+import json
 import re
 from functools import cache, lru_cache
 from typing import NamedTuple
@@ -111,7 +112,7 @@ def envelope_patterns() -> list[str]:
     """What starts a line that has an envelope (a wrapper, torchrun's prefix, SGLang's prefix), as
     regexes without named groups: for the bulk path's runs of lines that have none."""
     unnamed = re.compile(r"\(\?P<\w+>")
-    return [unnamed.sub("(?:", p.pattern) for p in _compiled()]
+    return [*(unnamed.sub("(?:", p.pattern) for p in _compiled()), re.escape(DOCKER_JSON_START)]
 
 
 def _parts(m: re.Match[str]) -> dict[str, str]:
@@ -200,6 +201,39 @@ def wrappers_end(text: str) -> int:
     return m.end() if m is not None else pos
 
 
+# docker's json-file log driver (/var/lib/docker/containers/ID/ID-json.log): one JSON object a line,
+# {"log":"the line\n","stream":"stderr","time":"2026-05-12T18:20:05.123456789Z"}
+DOCKER_JSON_START = '{"log":"'
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")  # colours, escaped in the JSON (lines.py strips raw ones)
+
+
+def docker_json(text: str) -> tuple[str, str | None, Stamp | None, str | None] | None:
+    """A docker json-file line as (the line it carries, its stream, its time, a time that makes no
+    valid time); None when ``text`` is not one (cut, or other JSON)."""
+    if not text.startswith(DOCKER_JSON_START) or not text.rstrip().endswith("}"):
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(value, dict) or not isinstance(value.get("log"), str):
+        return None
+    line = _ANSI.sub("", value["log"].rstrip("\n")) if "\x1b" in value["log"] else value["log"].rstrip("\n")
+    if "\r" in line:  # a bar's redraws in one write: the last one is where it stands
+        line = next((part for part in reversed(line.rstrip("\r").split("\r")) if part.strip()), "")
+    stream, written = value.get("stream"), value.get("time")
+    stamp, bad = None, None
+    if isinstance(written, str) and _iso_time().fullmatch(written):
+        stamp = parse_stamp("ISO_TIME", written)
+        bad = written if stamp is None else None
+    return line, stream if isinstance(stream, str) else None, stamp, bad
+
+
+@cache
+def _iso_time() -> re.Pattern[str]:
+    return re.compile(terminal_pattern("envelope", "ISO_TIME"))
+
+
 def split_envelope(text: str) -> Envelope:
     """Peel a line's envelope: wrappers, torchrun's prefix, SGLang's prefix; the rest is the message."""
     wrapper, sglang, torch = _compiled()
@@ -217,6 +251,17 @@ def split_envelope(text: str) -> Envelope:
             elif name.endswith("_SOURCE"):
                 writer = value.strip()  # the innermost wrapper that names one
         pos = m.end()
+    if text.startswith(DOCKER_JSON_START, pos):
+        found = docker_json(text[pos:])
+        if found is not None:
+            # the line it carries, in its own envelope; docker's time and stream are inside the others
+            line, stream, stamp, bad_time = found
+            inner = split_envelope(line)
+            return inner._replace(
+                outer=inner.outer or stamp or outer,
+                writer=inner.writer or stream or writer,
+                bad_stamp=inner.bad_stamp or bad_time or bad,
+            )
     torch_rank = None
     if text.startswith("[rank", pos):
         m = torch.match(text, pos)
