@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from logphase import Engine
@@ -75,7 +75,9 @@ def test_whole_bar_redraw_at_the_end_is_no_cut() -> None:
     assert not truncated(r)
 
 
+# a quarter of the profile's examples a fixture (at least 3): 45 fixtures, each example two parses
 @pytest.mark.parametrize("name", FIXTURE_BYTES, ids=ids)
+@settings(max_examples=max(3, settings.default.max_examples // 4))
 @given(data=st.data())
 def test_a_cut_is_a_line_unless_visibly_cut(name: str, data: st.DataObject) -> None:
     """For every cut: the report is that of the same bytes with the newline added, or it says the
