@@ -73,12 +73,13 @@ def test_conservation_of_lines() -> None:
     assert r.lines.unrecognized == 2 and r.lines.blank == 1
 
 
-def test_cut_mid_line_is_truncated_not_misread() -> None:
+def test_cut_mid_line_is_read_as_a_line_not_misread() -> None:
+    """The end of the input ends its last line (issue 18): a message cut mid-word is an unknown line."""
     text = tp2_startup(ready=False)
     text = text[: text.index("max_total_num_tokens")] + "max_total_num_to"
     r = parse_text(text)
-    assert r.outcome == "starting" and r.lines.truncated == 1
-    assert any(w.kind == "truncated_input" for w in r.warnings)
+    assert r.outcome == "starting" and r.lines.truncated == 0 and r.lines.unrecognized == 1
+    assert not any(w.kind == "truncated_input" for w in r.warnings)
 
 
 def test_traceback_cut_before_exception_line_is_a_failure() -> None:

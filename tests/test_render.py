@@ -118,14 +118,18 @@ def test_colour_only_on_request_or_a_terminal(tmp_path: Path) -> None:
 # -- input that is not a log -------------------------------------------------------------------------
 
 
-def test_binary_input_says_nothing_was_recognised(tmp_path: Path) -> None:
-    junk = tmp_path / "junk.bin"
-    junk.write_bytes(bytes(range(256)) * 20 + b"\n\x00\xff garbage\n")
+def test_text_that_is_no_log_says_nothing_was_recognised(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.txt"
+    junk.write_bytes(b"dear diary\n\x00\xff garbage\nnothing of a server here\n" * 20)
     result = run("parse", str(junk))
     assert result.returncode == 3
     assert b"no SGLang output recognised in" in result.stdout
     report = json.loads(run("parse", str(junk), "--json").stdout)
     assert "no_sglang_output" in [w["kind"] for w in report["warnings"]]
+    binary = tmp_path / "junk.bin"
+    binary.write_bytes(bytes(range(256)) * 20 + b"\n\x00\xff garbage\n")
+    refused = run("parse", str(binary))  # binary is no log text at all (issue 18): one line, exit 2
+    assert refused.returncode == 2 and b"binary data" in refused.stderr and not refused.stdout
 
 
 def test_a_saved_report_is_read_back_by_parse_and_report(tmp_path: Path) -> None:

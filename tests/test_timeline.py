@@ -507,10 +507,9 @@ def test_empty_log(tmp_path: Path) -> None:
     log.write_text("")
     out = tmp_path / "p.html"
     result = cli("report", str(log), "-o", str(out))
-    assert result.returncode == 3
-    page = out.read_text()
-    inline_svg(page)
-    assert "STARTING" in page_text(page)
+    # an empty file is no log to draw: one line, exit 2 (issue 18), and no page
+    assert result.returncode == 2 and "empty" in result.stderr and result.stderr.count("\n") == 1
+    assert not out.exists()
 
 
 def test_colours_are_distinct_per_phase() -> None:

@@ -45,7 +45,20 @@ def check_since(value: str | None) -> None:
 
 
 def open_input(name: str) -> tuple[BinaryIO, str]:
-    """Open FILE or - (stdin) for reading bytes; every failure is an InputError with one line."""
+    """Open FILE or - (stdin) for reading the bytes of a log: read through its compression (gzip,
+    bz2, xz, zstd); every failure, and an input that is empty or no text, is an InputError."""
+    handle, source = _open_raw(name)
+    from logphase.faces.sniff import NotALog, log_stream
+
+    try:
+        return log_stream(handle, source), source
+    except NotALog as exc:
+        raise InputError(str(exc)) from None
+    except OSError as exc:
+        raise InputError(f"{source}: read failed: {exc.strerror or exc}") from None
+
+
+def _open_raw(name: str) -> tuple[BinaryIO, str]:
     if name == "-":
         return sys.stdin.buffer, "<stdin>"
     try:
@@ -79,7 +92,7 @@ def read_head(handle: BinaryIO, source: str) -> tuple[Saved | None, bytes]:
         raise InputError(f"{source}: read failed: {exc.strerror or exc}") from None
     except NotAReport as exc:
         raise InputError(str(exc)) from None
-    if report is not None and handle is not sys.stdin.buffer:
+    if report is not None:
         handle.close()
     return report, head
 
@@ -114,8 +127,7 @@ def feed_all(
         if on_events is not None:
             on_events(events)
     finally:
-        if handle is not sys.stdin.buffer:
-            handle.close()
+        handle.close()
 
 
 def read_input(name: str, since: str | None = None, expect: dict[str, str] | None = None) -> Report:

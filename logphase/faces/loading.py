@@ -9,12 +9,17 @@ prints it again, and where one report is needed (check, compare) it stands for i
 from __future__ import annotations
 
 import io
+import math
 import os
+import re
+from collections.abc import Iterable
+from datetime import datetime
 from typing import TYPE_CHECKING, BinaryIO, TypeAlias
 
 import orjson
 from pydantic import BaseModel, ValidationError
 
+from logphase.pipeline.phases import PHASE_ORDER
 from logphase.pipeline.report import SCHEMA_VERSION, Report
 
 if TYPE_CHECKING:
@@ -31,16 +36,46 @@ class NotAReport(ValueError):
     """JSON that claims to be a report but is not a readable one: one line, for the user."""
 
 
+# how a saved report starts: logphase writes schema_version first (indented or not)
+_REPORT_START = re.compile(rb'\{\s*"schema_version"\s*:')
+# keys only a report has at its top (a JSON-lines log's objects have others: log, time, level, msg ...)
+_REPORT_KEYS = frozenset(("schema_version", "outcome", "phases", "failure", "servers", "total_startup_s"))
+# a saved report is small (kilobytes); a longer input that starts like one is read as a log
+MAX_REPORT_BYTES = 64 << 20
+# no value of a sane report comes near this (durations in seconds, memory in GB, counts)
+ABSURD = 1e15
+# a phase longer than this (a year) is no start-up a log recorded
+MAX_DURATION_S = 366 * 86400.0
+
+
 def looks_like_report(head: bytes) -> bool:
-    return head.lstrip()[:1] == b"{"
+    """Whether the first bytes of an input start a saved report, judged from them alone (a log
+    may be gigabytes, and JSON-lines logs such as docker's json-file start with "{" too): a JSON
+    object whose first key is schema_version, a first line that is an object with a report's keys,
+    or a JSON document over several lines (not one object per line) that names schema_version in
+    its head."""
+    text = head.lstrip()
+    if text[:1] != b"{":
+        return False
+    if _REPORT_START.match(text):
+        return True
+    first_line = text.split(b"\n", 1)[0]
+    try:
+        first = orjson.loads(first_line)
+    except orjson.JSONDecodeError:
+        return b'"schema_version"' in text
+    # a whole object on the first line: JSON lines (a log), unless its keys are a report's
+    return isinstance(first, dict) and not _REPORT_KEYS.isdisjoint(first)
 
 
-def report_from_json(data: bytes, source: str) -> Saved | None:
-    """The saved report in ``data``; None when it is not one JSON document (a JSON-lines log, say)."""
+def report_from_json(data: bytes, source: str) -> Saved:
+    """The saved report (one log's, or a merged one) in ``data``. NotAReport when it is not valid
+    JSON (cut, NaN, Infinity, nested too deep), not a report, or holds values no log gives (negative
+    or absurd durations, phases out of order)."""
     try:
         value = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return None
+    except orjson.JSONDecodeError as exc:
+        raise NotAReport(f"{source}: a saved report that is not valid JSON ({str(exc).split(':')[0]})") from None
     if not isinstance(value, dict) or "schema_version" not in value:
         raise NotAReport(f"{source}: JSON, but not a logphase report (no schema_version)")
     if value["schema_version"] not in READABLE_SCHEMAS:
@@ -49,17 +84,74 @@ def report_from_json(data: bytes, source: str) -> Saved | None:
             + ", ".join(map(str, READABLE_SCHEMAS))
         )
     value["schema_version"] = SCHEMA_VERSION
+    absurd = _absurd_number(value)
+    if absurd is not None:
+        raise NotAReport(f"{source}: not a valid logphase report: {absurd[0]}: {absurd[1]!r} is no value a log gives")
     model: type[BaseModel] = Report
     if "servers" in value and "nodes" in value:
         from logphase.pipeline.merge import MergedReport
 
         model = MergedReport
     try:
-        return model.model_validate(value)  # type: ignore[return-value]
+        saved: Saved = model.model_validate(value)  # type: ignore[assignment]
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise NotAReport(f"{source}: not a valid logphase report: {where}: {first['msg']}") from None
+    reports = [server.report for server in saved.servers] if not isinstance(saved, Report) else [saved]
+    for report in reports:
+        problem = _insane(report)
+        if problem is not None:
+            raise NotAReport(f"{source}: not a valid logphase report: {problem}")
+    return saved
+
+
+def _absurd_number(value: object, where: str = "") -> tuple[str, float] | None:
+    """The first number in a JSON value that no report holds (its magnitude at 1e15 or more)."""
+    if isinstance(value, dict):
+        items: Iterable[tuple[str, object]] = ((f"{where}.{k}" if where else str(k), v) for k, v in value.items())
+    elif isinstance(value, list):
+        items = ((f"{where}.{i}", v) for i, v in enumerate(value))
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        return (where, value) if not math.isfinite(value) or abs(value) >= ABSURD else None
+    else:
+        return None
+    for at, item in items:
+        found = _absurd_number(item, at)
+        if found is not None:
+            return found
+    return None
+
+
+def _insane(report: Report) -> str | None:
+    """What makes a report's times impossible: a negative or year-long duration, a time that is no
+    time, a phase that ends before it starts, phases out of their order."""
+    spans: list[tuple[str, str | None, str | None, float | None]] = []
+    for p in report.phases:
+        spans.append((f"phases.{p.name.value}", p.start, p.end, p.duration_s))
+        spans.extend((f"phases.{p.name.value}.ranks.{r}", s.start, s.end, s.duration_s) for r, s in p.ranks.items())
+    spans.extend((f"unaccounted.{i}", u.start, u.end, u.duration_s) for i, u in enumerate(report.unaccounted))
+    spans.append(("total_startup_s", None, None, report.total_startup_s))
+    for where, start, end, duration in spans:
+        if duration is not None and not 0 <= duration <= MAX_DURATION_S:
+            return f"{where}: a duration of {duration!r} s"
+        for ts in (start, end):
+            if ts is not None and not _is_time(ts):
+                return f"{where}: {ts!r} is not a time"
+        if start is not None and end is not None and _is_time(start) and _is_time(end) and end < start:
+            return f"{where}: ends ({end}) before it starts ({start})"
+    order = [PHASE_ORDER.index(p.name) for p in report.phases]
+    if order != sorted(order) or len(set(order)) != len(order):
+        return "phases: not in the order of start-up (" + ", ".join(p.name.value for p in report.phases) + ")"
+    return None
+
+
+def _is_time(ts: str) -> bool:
+    try:
+        datetime.fromisoformat(ts)
+    except ValueError:
+        return False
+    return True
 
 
 def saved_report(handle: BinaryIO, head: bytes, source: str) -> tuple[Saved | None, bytes]:
@@ -68,7 +160,9 @@ def saved_report(handle: BinaryIO, head: bytes, source: str) -> tuple[Saved | No
     second value is what was read from ``handle`` so far."""
     if not looks_like_report(head):
         return None, head
-    data = head + handle.read()
+    data = head + handle.read(MAX_REPORT_BYTES)
+    if len(data) > MAX_REPORT_BYTES:
+        raise NotAReport(f"{source}: starts like a saved report but is over {MAX_REPORT_BYTES >> 20} MB: no report is")
     return report_from_json(data, source), data
 
 

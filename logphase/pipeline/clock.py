@@ -16,6 +16,7 @@ the wrapper's time: they are re-timed once that stamp comes (``take_retiming``).
 
 from __future__ import annotations
 
+import calendar
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
@@ -49,18 +50,21 @@ class LogClock:
 
     # -- SGLang's own stamps ------------------------------------------------------------------------
 
-    def resolve(self, stamp: Stamp) -> str:
-        """The ISO form of a stamp of SGLang's (or PyTorch's), its date filled in from before."""
+    def resolve(self, stamp: Stamp) -> str | None:
+        """The ISO form of a (valid, see envelope.valid_stamp) stamp of SGLang's (or PyTorch's), its
+        date filled in from before; None for Feb 29 of a year that has none (the year taken from before)."""
         if stamp.year is not None and stamp.month is not None and stamp.day is not None:
             self._date, self._time_of_day = (stamp.year, stamp.month, stamp.day), stamp.time
             return f"{stamp.year:04d}-{stamp.month:02d}-{stamp.day:02d}T{stamp.time}"
         if stamp.month is not None and stamp.day is not None:
             year = self._date[0] if self._date is not None else 1
+            if stamp.day > calendar.monthrange(year, stamp.month)[1]:
+                return None
             return f"{year:04d}-{stamp.month:02d}-{stamp.day:02d}T{stamp.time}"
         y, m, d = self._date or (1, 1, 1)
         day = datetime(y, m, d)
         if self._time_of_day is not None and _seconds(self._time_of_day) - _seconds(stamp.time) > _HALF_DAY_S:
-            day += timedelta(days=1)  # midnight passed
+            day = _shifted(day, 86400.0) or day  # midnight passed
         self._date, self._time_of_day = (day.year, day.month, day.day), stamp.time
         return f"{day.year:04d}-{day.month:02d}-{day.day:02d}T{stamp.time}"
 
@@ -88,7 +92,7 @@ class LogClock:
             try:
                 ts = self._server_time(env.stamp, env.outer)
                 self.note_server_time(ts)
-            except ValueError:  # a stamp that makes no time (month 84, hour 25): text, not a time
+            except (ValueError, OverflowError):  # a stamp that makes no time (month 84, Feb 30): text
                 return None
             return ts
         if env.outer is None:
@@ -110,22 +114,29 @@ class LogClock:
         return self._retiming(ts)
 
     def _server_time(self, stamp: Stamp, outer: Stamp | None) -> str:
+        """SGLang's stamp as a time; ValueError when it makes none (Feb 29 of a year without one)."""
         if outer is None:
-            return self.resolve(stamp)
+            return self._resolved(stamp)
         if stamp.year is None and outer.year is not None and not self._foreign:
             # a time of day inside a dated wrapper: the day that puts it nearest the wrapper's
             # time in SGLang's zone (the two may sit on either side of midnight)
             wrapper = self._outer_iso(outer)
-            if wrapper is not None:
-                ts = _nearest_day(_parse(wrapper) + timedelta(seconds=self._zone_s or 0), stamp.time)
-                if self._same_clock(ts, wrapper):
-                    self._date, self._time_of_day = (int(ts[:4]), int(ts[5:7]), int(ts[8:10])), stamp.time
-                    return ts
-            return self.resolve(stamp)
-        ts = self.resolve(stamp)
+            guess = _shifted(_parse(wrapper), self._zone_s or 0) if wrapper is not None else None
+            ts = _nearest_day(guess, stamp.time) if guess is not None else None
+            if ts is not None and wrapper is not None and self._same_clock(ts, wrapper):
+                self._date, self._time_of_day = (int(ts[:4]), int(ts[5:7]), int(ts[8:10])), stamp.time
+                return ts
+            return self._resolved(stamp)
+        ts = self._resolved(stamp)
         wrapper = self._outer_iso(outer)  # after SGLang's stamp: a wrapper without a year takes its
         if wrapper is not None:
             self._same_clock(ts, wrapper)
+        return ts
+
+    def _resolved(self, stamp: Stamp) -> str:
+        ts = self.resolve(stamp)
+        if ts is None:
+            raise ValueError("the stamp makes no date")
         return ts
 
     def _same_clock(self, ts: str, wrapper: str) -> bool:
@@ -155,7 +166,10 @@ class LogClock:
             return wrapper
         if self._zone_s is None or self._foreign:
             return None  # compared only in the same zone
-        at = max(_parse(wrapper) + timedelta(seconds=self._zone_s), self._server_high)
+        shifted = _shifted(_parse(wrapper), self._zone_s)
+        if shifted is None:
+            return None  # moved past year 1 or 9999 (a damaged stamp): no time
+        at = max(shifted, self._server_high)
         return _iso(at, "." in wrapper or at.microsecond != 0)
 
     def _outer_iso(self, outer: Stamp) -> str | None:
@@ -177,14 +191,14 @@ class LogClock:
         zone = None if self._foreign else self._zone_s
 
         # SGLang's whole-second stamp stands for that second: a wrapper's time within it is not later
-        latest = first + timedelta(seconds=1 if first.microsecond == 0 else 0)
+        latest = _shifted(first, 1 if first.microsecond == 0 else 0) or first
 
         def moved(ts: str) -> str:
             at = _parse(ts)
             if at.year == 1 and first.year != 1:
                 # a wrapper that prints no year (journald) took the year 1 before SGLang's first date
                 at = _same_date_in(at, first.year) or first
-            at = at + timedelta(seconds=zone) if zone is not None else first
+            at = (_shifted(at, zone) or first) if zone is not None else first
             if at >= latest:
                 at = first
             return _iso(at, at.microsecond != 0)
@@ -199,10 +213,19 @@ def _same_date_in(at: datetime, year: int) -> datetime | None:
         return None
 
 
-def _nearest_day(guess: datetime, clock: str) -> str:
+def _shifted(at: datetime, seconds: float) -> datetime | None:
+    """``at`` moved by ``seconds``; None when that leaves datetime's years 1-9999."""
+    try:
+        return at + timedelta(seconds=seconds)
+    except OverflowError:
+        return None
+
+
+def _nearest_day(guess: datetime, clock: str) -> str | None:
     """``clock`` (HH:MM:SS[.f]) on the day before, of or after ``guess``, whichever is nearest it."""
     at = datetime.fromisoformat(f"{guess.date().isoformat()}T{clock}")
-    best = min((at + timedelta(days=d) for d in (-1, 0, 1)), key=lambda t: abs((t - guess).total_seconds()))
+    days = [t for t in (_shifted(at, d * 86400.0) for d in (-1, 0, 1)) if t is not None]
+    best = min(days, key=lambda t: abs((t - guess).total_seconds()))
     return best.isoformat(timespec="microseconds" if "." in clock else "seconds")
 
 

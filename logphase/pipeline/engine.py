@@ -18,7 +18,7 @@ from logphase.pipeline import events as ev
 from logphase.pipeline.build_report import build_report
 from logphase.pipeline.classify import classify, foreign_source
 from logphase.pipeline.clock import LogClock
-from logphase.pipeline.envelope import Envelope, Stamp, split_envelope
+from logphase.pipeline.envelope import Envelope, Stamp, plain_minutes_valid, split_envelope, valid_plain_stamp, valid_stamp
 from logphase.pipeline.events import LineInfo
 from logphase.pipeline.grammars import terminal_pattern
 from logphase.pipeline.lines import LineSplitter, LogicalLine, Run, RunPatterns, count_pieces, pieces_of
@@ -28,7 +28,7 @@ from logphase.pipeline.plain import PLAIN_LINES, PLAIN_RUN, bulk_runs, junk_line
 from logphase.pipeline.prefilter import event_finder
 from logphase.pipeline.records import RecordAssembler, cut_header, line_shape, opens_record
 from logphase.pipeline.redact import redact_text
-from logphase.pipeline.report import LinesReport, Report, normalize_expect
+from logphase.pipeline.report import LinesReport, Report, WarningReport, normalize_expect
 
 # Raw text kept on an event; the rest of a long line is reachable through its line number.
 MAX_RAW_CHARS = 2000
@@ -56,6 +56,11 @@ assert re.fullmatch(terminal_pattern("traceback", "TRACEBACK"), _TRACEBACK_BYTES
 # ("E130 ..." in c10's own logger: the month without its leading zero)
 _GLOG_TIME = re.compile(r"\[?[IWEF](?P<month>\d\d?)(?P<day>\d\d) (?P<time>\d\d:\d\d:\d\d(?:\.\d+)?)")
 assert re.fullmatch(terminal_pattern("torch", "GLOG_STAMP"), "E130 18:11:34.707542")
+# a last line that is only the start of a prefix: SGLang's or torchrun's bracket ("[2026-05-12 18:2",
+# "[2026-05-12 18:20:05 TP", "[rank"), or a wrapper's stamp ("2026-05-12T18:2")
+_HALF_PREFIX = re.compile(r"\[(?:\d[\d\-:.,T ]*(?: [A-Z]{1,4}\d*)*|r(?:a(?:n(?:k\d*)?)?)?)?|\d{1,4}(?:-[\d\-:.,T+Z]*)?")
+# what a progress bar's redraw shows ("40%|████", "50% Completed | 3/6", "| 14/35 [00:0")
+_BAR_SHAPE = re.compile(r"\d%\||% Completed|\| *\d+/\d+ \[")
 _DIGITS_TO_0 = bytes.maketrans(b"123456789", b"000000000")
 _STAMP_SHAPE = b"0000-00-00 00:00:00"  # what PLAIN_LINE's 19-byte timestamps must look like
 
@@ -93,6 +98,8 @@ class Engine:
         self.unrecognized_sample: list[tuple[int, str]] = []
         self._counts = {"events": 0, "unrecognized": 0, "blank": 0, "ignored": 0, "truncated": 0}
         self._truncated_line: int | None = None
+        self._bad_stamps = 0  # lines whose stamp makes no valid time (read as text, time inherited)
+        self._first_bad_stamp: tuple[int, str] | None = None
         self._warning_tail = 0  # indented source lines that follow a Python warning
         self._finished = False
         self._quiet_runs = False  # the bulk path looks for quiet runs (QUIET_RUNS_AFTER)
@@ -173,7 +180,7 @@ class Engine:
             invalid_utf8=stats.invalid_utf8,
             overlong=stats.overlong,
         )
-        return build_report(
+        report = build_report(
             machine,
             lines,
             self.source,
@@ -182,6 +189,21 @@ class Engine:
             run_index=run,
             input_complete=self._finished,
             since=self._since,
+        )
+        if self._first_bad_stamp is not None:
+            report.warnings.append(self._bad_stamp_warning(self._first_bad_stamp))
+        return report
+
+    def _bad_stamp_warning(self, first: tuple[int, str]) -> WarningReport:
+        line, text = first
+        n = self._bad_stamps
+        lines = "1 line carries" if n == 1 else f"{n} lines carry"
+        return WarningReport(
+            kind="invalid_timestamp",
+            message=f"{lines} a timestamp that makes no valid time (first {text!r}): read as text, "
+            f"{'its' if n == 1 else 'their'} time taken from the line before",
+            line=line,
+            found=text,
         )
 
     @property
@@ -201,6 +223,7 @@ class Engine:
         if (
             not self._gate_open
             or joined.translate(_DIGITS_TO_0) != _STAMP_SHAPE * n
+            or not plain_minutes_valid(joined)
             or _TRACEBACK_BYTES in data
             # no "L", no "NCCL": a one-byte search is many times faster than a five-byte one
             or (b"INFO:" in data and b"L" in data and b"NCCL" in data)
@@ -285,16 +308,22 @@ class Engine:
                 return n
             rest = self._quiet_lines(data[cut:], lineno + room, offset + cut, run, out)
             return room + rest
-        self._counts["unrecognized"] += count_pieces(data) if run.segmented else n
         if run.unstamped:
+            self._counts["unrecognized"] += count_pieces(data) if run.segmented else n
             return n  # no time, no writer: nothing else moves
         stamps = _QUIET_STAMP.findall(data)
-        first, last = stamps[0], stamps[-1]
+        first, last, low, high = stamps[0], stamps[-1], min(stamps), max(stamps)
+        one_date = low[:10] == high[:10] and valid_plain_stamp(low) and valid_plain_stamp(high)
+        if not (one_date and plain_minutes_valid(b"".join(stamps))):
+            # a stamp that makes no time among them (or a change of date): each line the long way
+            self._run_lines(data, lineno, offset, 1, out, run.segmented)
+            return n
+        self._counts["unrecognized"] += count_pieces(data) if run.segmented else n
         self._warning_tail = 0
         self._note_server_time(_iso(first), lineno)
         self._last_ts = self._clock.resolve(Stamp(int(last[:4]), int(last[5:7]), int(last[8:10]), last[11:19].decode()))
-        self._note_server_time(_iso(max(stamps)), lineno)
-        self._machine.note_lines(_iso(first), _iso(max(stamps)), lineno + n - 1)
+        self._note_server_time(_iso(high), lineno)
+        self._machine.note_lines(_iso(first), _iso(high), lineno + n - 1)
         return n
 
     def _run_lines(
@@ -340,6 +369,8 @@ class Engine:
             return
         ts = self._clock.of(env)
         self._retime_lines_before(line.lineno)
+        if env.bad_stamp is not None or (ts is None and (env.stamp is not None or env.outer is not None)):
+            self._note_bad_stamp(line.lineno, env.bad_stamp or _written(env))
         if ts is not None:
             if not self._gate_open and self._since is not None and ts >= self._since:
                 self._gate_open = True
@@ -347,7 +378,7 @@ class Engine:
         if not self._gate_open:
             self._counts["ignored"] += 1
             return
-        if line.partial:
+        if line.partial and self._visibly_cut(line, env, ts):
             self._partial(line, env, ts, out)
             return
         if self._warning_tail:
@@ -387,10 +418,10 @@ class Engine:
         if isinstance(found, ev.PythonWarning):
             self._warning_tail = WARNING_TAIL_LINES
         if ts is None:
-            self._own_time(found, env)
+            self._own_time(found, env, line.lineno)
         self._emit(found, out)
 
-    def _own_time(self, event: ev.EventBase, env: Envelope) -> None:
+    def _own_time(self, event: ev.EventBase, env: Envelope, line: int) -> None:
         """A line no wrapper or SGLang prefix dates may carry its own time: PyTorch's glog stamp
         ('[E130 18:11:34.707542570 ProcessGroupGloo.cpp:143]', 'W0529 14:02:24.102000 90211 ...')."""
         if MESSAGES.get(event.rule or "", None) is None or MESSAGES[event.rule or ""].grammar != "torch":
@@ -399,12 +430,31 @@ class Engine:
         if m is None:
             return
         stamp = Stamp(None, int(m.group("month")), int(m.group("day")), m.group("time")[:15])
-        event.ts = self._last_ts = self._clock.resolve(stamp)
+        ts = self._clock.resolve(stamp) if valid_stamp(stamp) else None
+        if ts is None:
+            self._note_bad_stamp(line, m.group(0).lstrip("["))  # month 13: text, the time stays inherited
+            return
+        event.ts = self._last_ts = ts
         event.ts_inherited = False
 
+    def _visibly_cut(self, line: LogicalLine, env: Envelope, ts: str | None) -> bool:
+        """Whether the last line, which the input ended without its newline, shows that it was cut:
+        it is inside a traceback not yet at its exception line, it is a progress bar's redraw that
+        is not a whole bar, or it is a prefix or a traceback header half written (``[2026-05-12 18:2``,
+        ``Traceback (most rec``), or SGLang's prefix without its message. Any other
+        last line is a line (logs copied out of notebooks, CI pages and chats lose the last ``\n``)."""
+        if self._records.continues_incomplete(env, foreign_source(env)):
+            return True
+        message = env.message.strip()
+        if env.stamped and not message:
+            return True
+        if _HALF_PREFIX.fullmatch(message) is not None or cut_header(env, self._info(line, env, ts)) is not None:
+            return True  # a prefix, or a traceback's header ("Scheduler hit an exception: Tra"), half written
+        return _BAR_SHAPE.search(message) is not None and not isinstance(classify(env, self._info(line, env, ts)), ev.ProgressBar)
+
     def _partial(self, line: LogicalLine, env: Envelope, ts: str | None, out: list[ev.EventBase]) -> None:
-        """A line cut short (the input ended inside it): a bar is a bar, a cut traceback header
-        still opens its record; anything else is counted as truncated."""
+        """A line visibly cut short (see ``_visibly_cut``): a cut traceback header still opens its
+        record, the rest of a traceback says where it was; the line is counted as truncated."""
         info = self._info(line, env, ts)
         bar = classify(env, info)
         if isinstance(bar, ev.ProgressBar):
@@ -422,6 +472,12 @@ class Engine:
                 self._emit(done, out)
         self._counts["truncated"] += 1
         self._truncated_line = line.lineno
+
+    def _note_bad_stamp(self, lineno: int, text: str) -> None:
+        """A stamp-shaped part that makes no time: counted, and the first one kept for the warning."""
+        self._bad_stamps += 1
+        if self._first_bad_stamp is None:
+            self._first_bad_stamp = (lineno, text)
 
     def _same_physical_line(self, lineno: int, env: Envelope) -> Envelope:
         """A wrapper (docker, compose, Ray ...) wraps a physical line: the pieces split from it (bar
@@ -462,6 +518,16 @@ class Engine:
             event.ts = self._clock.retime(event.ts)  # a record opened before SGLang's first stamp
         self._machine.feed(event)
         out.append(event)
+
+
+def _written(env: Envelope) -> str:
+    """A stamp as the line wrote it, near enough for a warning (the clock could not date it)."""
+    stamp = env.stamp or env.outer
+    if stamp is None:
+        return ""
+    year, month, day, clock = stamp
+    date = "-".join(f"{v:02d}" for v in (year, month, day) if v is not None)
+    return f"{date} {clock}".strip()
 
 
 def _iso(stamp: bytes) -> str:

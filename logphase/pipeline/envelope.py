@@ -11,8 +11,10 @@ writer, ``LEVEL`` a log level, ``RANK_TAG`` SGLang's rank tags.
 
 from __future__ import annotations
 
+import calendar
+import json
 import re
-from functools import cache
+from functools import cache, lru_cache
 from typing import NamedTuple
 
 from lark.grammar import NonTerminal, Terminal
@@ -40,11 +42,15 @@ class Envelope(NamedTuple):
     torch_rank: str | None  # "rank3" when torchrun's "[rank3]:" prefix was present
     outer: Stamp | None = None  # the innermost wrapper's time, for lines without SGLang's
     writer: str | None = None  # the writer a wrapper names: a pod, a Ray actor, an srun task ...
+    # a stamp-shaped part that makes no valid time (month 84, Feb 30, hour 25: OCR damage, a bad
+    # paste): it is text, not a time, and the line takes its time from the lines before it
+    bad_stamp: str | None = None
+    sglang_prefix: bool = False  # SGLang's prefix was there, its stamp one of those bad ones
 
     @property
     def stamped(self) -> bool:
         """The line carries SGLang's own prefix."""
-        return self.stamp is not None
+        return self.stamp is not None or self.sglang_prefix
 
     @property
     def stream(self) -> str | None:
@@ -106,7 +112,7 @@ def envelope_patterns() -> list[str]:
     """What starts a line that has an envelope (a wrapper, torchrun's prefix, SGLang's prefix), as
     regexes without named groups: for the bulk path's runs of lines that have none."""
     unnamed = re.compile(r"\(\?P<\w+>")
-    return [unnamed.sub("(?:", p.pattern) for p in _compiled()]
+    return [*(unnamed.sub("(?:", p.pattern) for p in _compiled()), re.escape(DOCKER_JSON_START)]
 
 
 def _parts(m: re.Match[str]) -> dict[str, str]:
@@ -114,13 +120,53 @@ def _parts(m: re.Match[str]) -> dict[str, str]:
     return {name.rsplit("__", 1)[1]: value for name, value in m.groupdict().items() if value is not None}
 
 
+def valid_stamp(stamp: Stamp) -> bool:
+    """Whether a stamp makes a time: month 1-12, a day its month has (Feb 29 in any year when the
+    year is left out: the clock checks it against the year it takes), 00:00:00-23:59:59, a year
+    datetime can hold."""
+    year, month, day, clock = stamp
+    if (year is not None and not 1 <= year <= 9999) or (month is None) != (day is None):
+        return False
+    if month is not None and day is not None:
+        if not 1 <= month <= 12:
+            return False
+        days = calendar.monthrange(year if year is not None else 2000, month)[1]  # 2000: a leap year
+        if not 1 <= day <= days:
+            return False
+    parts = clock.split(":")
+    if len(parts) != 3 or not all(p[:2].isdigit() for p in parts):
+        return False
+    hour, minute, second = int(parts[0]), int(parts[1]), float(parts[2])
+    return hour <= 23 and minute <= 59 and second < 60
+
+
+@lru_cache(maxsize=4096)
+def valid_plain_stamp(raw: bytes) -> bool:
+    """Whether ``b'YYYY-MM-DD HH:MM:SS'`` (the bulk path's stamps, digits where digits go) is a time."""
+    text = raw.decode("ascii")
+    return valid_stamp(Stamp(int(text[:4]), int(text[5:7]), int(text[8:10]), text[11:19]))
+
+
+def plain_minutes_valid(joined: bytes) -> bool:
+    """Whether no minute or second of 19-byte stamps back to back has a tens digit above 5. With
+    this, stamps that lie between two valid ones of the same date are valid too (same date, an hour
+    no later than a valid one): the bulk path checks only its first and last stamps in full."""
+    return not joined[14::19].translate(None, b"012345") and not joined[17::19].translate(None, b"012345")
+
+
 def parse_stamp(kind: str, text: str) -> Stamp | None:
-    """A *_TIME part as a :class:`Stamp` (fractions kept to microseconds)."""
+    """A *_TIME part as a :class:`Stamp` (fractions kept to microseconds); None when it is not one
+    (see :func:`valid_stamp`)."""
+    stamp = _stamp_parts(kind, text)
+    return stamp if stamp is not None and valid_stamp(stamp) else None
+
+
+def _stamp_parts(kind: str, text: str) -> Stamp | None:
     text = text.strip()
     date, clock = "", text
     if kind == "MPI_TIME":  # "Mon Nov 30 12:00:00 2026"
         _, month, day, clock, year = text.split()
-        return Stamp(int(year), _MONTHS.get(month), int(day), clock)
+        return Stamp(int(year), _MONTHS.get(month, 0), int(day), clock)
     if kind == "JOURNAL_TIME" and text[:3] in _MONTHS:  # "Nov 30 12:00:00.123"
         month, day, clock = text.split()
         return Stamp(None, _MONTHS[text[:3]], int(day), _time(clock))
@@ -155,20 +201,67 @@ def wrappers_end(text: str) -> int:
     return m.end() if m is not None else pos
 
 
+# docker's json-file log driver (/var/lib/docker/containers/ID/ID-json.log): one JSON object a line,
+# {"log":"the line\n","stream":"stderr","time":"2026-05-12T18:20:05.123456789Z"}
+DOCKER_JSON_START = '{"log":"'
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")  # colours, escaped in the JSON (lines.py strips raw ones)
+
+
+def docker_json(text: str) -> tuple[str, str | None, Stamp | None, str | None] | None:
+    """A docker json-file line as (the line it carries, its stream, its time, a time that makes no
+    valid time); None when ``text`` is not one (cut, or other JSON)."""
+    if not text.startswith(DOCKER_JSON_START) or not text.rstrip().endswith("}"):
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(value, dict) or not isinstance(value.get("log"), str):
+        return None
+    line = _ANSI.sub("", value["log"].rstrip("\n")) if "\x1b" in value["log"] else value["log"].rstrip("\n")
+    if "\r" in line:  # a bar's redraws in one write: the last one is where it stands
+        line = next((part for part in reversed(line.rstrip("\r").split("\r")) if part.strip()), "")
+    stream, written = value.get("stream"), value.get("time")
+    stamp, bad = None, None
+    if isinstance(written, str) and _iso_time().fullmatch(written):
+        stamp = parse_stamp("ISO_TIME", written)
+        bad = written if stamp is None else None
+    return line, stream if isinstance(stream, str) else None, stamp, bad
+
+
+@cache
+def _iso_time() -> re.Pattern[str]:
+    return re.compile(terminal_pattern("envelope", "ISO_TIME"))
+
+
 def split_envelope(text: str) -> Envelope:
     """Peel a line's envelope: wrappers, torchrun's prefix, SGLang's prefix; the rest is the message."""
     wrapper, sglang, torch = _compiled()
-    pos, outer, writer = 0, None, None
+    pos, outer, writer, bad = 0, None, None, None
     for _ in range(MAX_WRAPPERS):
         m = wrapper.match(text, pos)
         if m is None or m.end() == pos:
             break
         for name, value in _parts(m).items():
             if name.endswith("_TIME"):
-                outer = parse_stamp(name, value) or outer
+                stamp = parse_stamp(name, value)
+                if stamp is None:
+                    bad = value.strip()
+                outer = stamp or outer
             elif name.endswith("_SOURCE"):
                 writer = value.strip()  # the innermost wrapper that names one
         pos = m.end()
+    if text.startswith(DOCKER_JSON_START, pos):
+        found = docker_json(text[pos:])
+        if found is not None:
+            # the line it carries, in its own envelope; docker's time and stream are inside the others
+            line, stream, stamp, bad_time = found
+            inner = split_envelope(line)
+            return inner._replace(
+                outer=inner.outer or stamp or outer,
+                writer=inner.writer or stream or writer,
+                bad_stamp=inner.bad_stamp or bad_time or bad,
+            )
     torch_rank = None
     if text.startswith("[rank", pos):
         m = torch.match(text, pos)
@@ -179,7 +272,10 @@ def split_envelope(text: str) -> Envelope:
         m = sglang.match(text, pos)
         if m is not None:
             parts = _parts(m)
-            stamp = parse_stamp("SGLANG", parts.get("TIMESTAMP") or parts.get("CLOCK_TIME") or "")
+            written = parts.get("TIMESTAMP") or parts.get("CLOCK_TIME") or ""
+            stamp = parse_stamp("SGLANG", written)
             tags = parts.get("TAGS", "").strip() or None
-            return Envelope(stamp, tags or torch_rank, text[m.end() :], torch_rank, outer, writer)
-    return Envelope(None, torch_rank, text[pos:], torch_rank, outer, writer)
+            if stamp is None:
+                bad = written.strip()
+            return Envelope(stamp, tags or torch_rank, text[m.end() :], torch_rank, outer, writer, bad, stamp is None)
+    return Envelope(None, torch_rank, text[pos:], torch_rank, outer, writer, bad)

@@ -421,6 +421,10 @@ class LineSplitter:
             part = _ANSI.sub(b"", part)
         if part.find(b"[", 1) < 0:
             return [(offset, part)]
+        record = part.find(b'{"log":"')
+        if record >= 0 and (record == 0 or wrapped_until(part, record) == record):
+            # a docker json-file record carries a whole line, escaped: a stamp inside it is its own
+            return [(offset, part)]
         starts = [m.start() for m in self._glued.finditer(part, 1)]
         if starts and starts[0] == wrapped_until(part, starts[0]):
             starts.pop(0)  # what comes before the stamp is the line's own envelope (Ray, docker, compose ...)

@@ -14,6 +14,7 @@ from operator import itemgetter
 
 from logphase.pipeline import events as ev
 from logphase.pipeline.diagnosis import Severity, assess
+from logphase.pipeline.envelope import valid_plain_stamp
 from logphase.pipeline.facts import note_facts
 from logphase.pipeline.messages import SCHEDULER_RULES, evidence_of, stream_of
 from logphase.pipeline.phases import Phase, Role, Transition
@@ -203,7 +204,8 @@ class PhaseMachine:
         transition, fact or assessment: batch statistics, access lines once ready), for
         consecutive lines from ``first_line`` on, given each one's raw timestamp and rank tags
         (b'2026-05-09 09:20:26', b' TP0'). Returns how many it took; the line after them moves
-        its writer's clock back into a new run and needs ``feed``. Keep in step with ``feed``
+        its writer's clock back into a new run, or has a stamp that is no valid time, and needs
+        ``feed``. The stamps' minutes and seconds pass envelope.plain_minutes_valid. Keep in step with ``feed``
         and ``_fold``: tests/test_fast_path.py compares the two."""
         n = len(stamps)
         if not n:
@@ -212,7 +214,14 @@ class PhaseMachine:
         clocks = run.clock_by_writer
         taken = n
         high: str | None = None
-        if sorted(stamps, key=_STAMP) == stamps:
+        low, top = stamps[0][0], stamps[-1][0]
+        if (
+            low[:10] == top[:10]
+            and valid_plain_stamp(low)
+            and valid_plain_stamp(top)
+            and sorted(stamps, key=_STAMP) == stamps
+        ):
+            # every stamp lies between two valid ones of one date: valid (see plain_minutes_valid)
             # time never goes back, so neither does any writer's: only its first line can jump
             writers = set(map(_TAGS, stamps))
             for w, first in _first_index(stamps, writers).items():
@@ -225,6 +234,9 @@ class PhaseMachine:
             high = _iso(stamps[taken - 1][0])
         else:
             for i in range(n):
+                if not valid_plain_stamp(stamps[i][0]):
+                    taken = i  # no time (month 84, Feb 30): the line is read the long way, as text
+                    break
                 ts, key = _iso(stamps[i][0]), _writer(stamps[i][1])
                 if jumps_back(clocks.get(key), ts):
                     taken = i

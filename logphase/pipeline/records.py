@@ -165,6 +165,12 @@ class RecordAssembler:
         """True when every open record has reached its exception line."""
         return all(r.complete for r in self._open.values())
 
+    def continues_incomplete(self, env: Envelope, foreign: bool) -> bool:
+        """Whether the line would go on a record of its stream that has not reached its exception
+        line yet (a traceback's frames): a last line there is inside the traceback."""
+        record = self._open.get(env.stream)
+        return record is not None and not record.complete and not env.stamped and not foreign
+
     def takes_plain_lines(self) -> bool:
         """Whether a plain stamped line (the bulk path's) would leave the records as they are: true
         unless the unprefixed stream's record is past its frames (such a line would close it)."""

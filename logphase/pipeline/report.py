@@ -155,7 +155,8 @@ class WarningReport(BaseModel):
 
     kind: str = Field(
         description="stale_log, expect_unverified, ignored_parameter, multiple_runs, memory_pressure, truncated_input, "
-        "distributed_stall, memory_imbalance, warmup_failed, no_sglang_output, nothing_since, partial_log, stderr_missing"
+        "distributed_stall, memory_imbalance, warmup_failed, no_sglang_output, nothing_since, partial_log, stderr_missing, "
+        "invalid_timestamp"
     )
     message: str = Field(description="the warning in words")
     line: int | None = Field(default=None, description="the line it is about")

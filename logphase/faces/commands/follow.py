@@ -115,6 +115,8 @@ def run(args: argparse.Namespace) -> int:
     if len(args.files) > 1 and not args.merge:
         raise InputError("follow takes one log (several are the nodes of one deployment: add --merge)")
     args.file = args.files[0] if args.files else "-"
+    for name in args.files:
+        refuse_what_is_no_log(name)
     if args.merge:
         from logphase.faces.follow_merged import follow_merged
 
@@ -161,6 +163,8 @@ def run(args: argparse.Namespace) -> int:
                 code = EXIT_TIMEOUT
             elif isinstance(record, SummaryRecord):
                 code = record.exit_code
+        if args.file == "-" and current and current[-1].engine.bytes_seen == 0:
+            sys.stderr.write("logphase: <stdin>: empty: nothing was written to it (exit 3: still starting)\n")
     except KeyboardInterrupt:
         # the summary of what was read so far (the input ends here: a partial last line is read),
         # then the conventional exit code
@@ -172,6 +176,26 @@ def run(args: argparse.Namespace) -> int:
         out.flush()
         return EXIT_INTERRUPTED
     return code
+
+
+def refuse_what_is_no_log(name: str) -> None:
+    """A file that is there and is no log text (binary, an image, an executable) or a compressed
+    one (a finished, rotated log: parse reads it) is refused in one line, as parse refuses it. An
+    empty or missing file is waited for: the server has not written yet."""
+    from logphase.faces.sniff import NotALog, compression_of, refuse_binary
+
+    try:
+        with open(name, "rb") as handle:
+            head = handle.read(4096)
+    except OSError:
+        return  # missing, a directory, unreadable: follow's own checks say so
+    kind = compression_of(head)
+    if kind is not None:
+        raise InputError(f"{name}: {kind}-compressed, a finished log: read it with logphase parse {name}")
+    try:
+        refuse_binary(head, name)
+    except NotALog as exc:
+        raise InputError(str(exc)) from None
 
 
 HUMAN_LABELS = {"failure": "FAILED", "run": "new run"}
