@@ -369,7 +369,9 @@ class Engine:
             return
         ts = self._clock.of(env)
         self._retime_lines_before(line.lineno)
-        if env.bad_stamp is not None or (ts is None and (env.stamp is not None or env.outer is not None)):
+        # a wrapper's time alone may rightly give none (its clock is not SGLang's in any zone): only
+        # a stamp the envelope refused, or SGLang's own that makes no date, is a bad one
+        if env.bad_stamp is not None or (ts is None and env.stamp is not None):
             self._note_bad_stamp(line.lineno, env.bad_stamp or _written(env))
         if ts is not None:
             if not self._gate_open and self._since is not None and ts >= self._since:
