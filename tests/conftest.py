@@ -27,15 +27,17 @@ def fixture_logs() -> list[Path]:
 
 
 def _hypothesis_profiles() -> None:
-    """`ci` (bounded, derandomized: same examples on every run, within minutes on 2 cores) and
-    `long` for local runs; the example database lives outside the repo."""
+    """`ci` (derandomized: the same examples on every run), `dev` (the default without CI: random
+    examples, the failing ones kept and replayed) and `long` (HYPOTHESIS_PROFILE=long, many more
+    examples, for a property hunt). The example database is the checkout's git-ignored `.hypothesis/`:
+    tests write nothing outside the checkout and a temporary folder, and one checkout's failures are
+    not replayed in another."""
     import os
 
     from hypothesis import HealthCheck, settings
     from hypothesis.database import DirectoryBasedExampleDatabase
 
-    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    database = DirectoryBasedExampleDatabase(os.path.join(cache, "logphase", "hypothesis"))
+    database = DirectoryBasedExampleDatabase(str(ROOT / ".hypothesis" / "examples"))
     common = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large]}
     settings.register_profile("ci", max_examples=15, derandomize=True, database=None, **common)
     settings.register_profile("dev", max_examples=40, database=database, **common)

@@ -2,8 +2,32 @@
 
 from __future__ import annotations
 
+import os
+import time
+from pathlib import Path
+
 from logphase import Engine
 from logphase.pipeline.report import Report
+
+# follow calls a file that ends in a finished run "stale" when its modification time is more than
+# 1 s before follow started (faces/follow.py). Tests set that time explicitly rather than race the
+# start-up of a `python -m logphase` process: a fresh file's time is put far enough ahead that no
+# start-up, however slow, makes it look old; a stale file's an hour back.
+FRESH_AHEAD_S = 3600.0
+
+
+def written_now(path: Path) -> Path:
+    """Mark ``path`` as written as follow starts, whenever that is (see FRESH_AHEAD_S)."""
+    ahead = time.time() + FRESH_AHEAD_S
+    os.utime(path, (ahead, ahead))
+    return path
+
+
+def written_long_ago(path: Path) -> Path:
+    """Mark ``path`` as written an hour ago: a finished run in it is an earlier run's."""
+    old = time.time() - 3600
+    os.utime(path, (old, old))
+    return path
 
 
 def fed_in_chunks(engine: Engine, data: bytes, cuts: list[int] | None = None) -> Report:
