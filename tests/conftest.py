@@ -15,11 +15,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         help="rewrite fixtures/logs/*.expected.json from the current output (review the diff!)",
     )
+    parser.addoption(
+        "--update-readme",
+        action="store_true",
+        default=False,
+        help="rewrite the README's example outputs from what the tool prints now (tests/test_readme.py; review the diff!)",
+    )
 
 
 @pytest.fixture
 def update_goldens(request: pytest.FixtureRequest) -> bool:
     return bool(request.config.getoption("--update-goldens"))
+
+
+@pytest.fixture
+def update_readme(request: pytest.FixtureRequest) -> bool:
+    return bool(request.config.getoption("--update-readme"))
 
 
 def fixture_logs() -> list[Path]:
