@@ -19,7 +19,7 @@ from logphase.faces.timeline import render_html
 from logphase.pipeline.engine import parse_bytes
 from logphase.pipeline.merge import MergedReport, is_router_log, merge, router_report
 from tests.conftest import FIXTURES
-from tests.logs import written_now
+from tests.logs import logphase_cli, written_now
 
 MERGE = FIXTURES / "merge"
 CASES = sorted(p.name for p in MERGE.iterdir() if p.is_dir())
@@ -27,6 +27,10 @@ _STAMP = re.compile(rb"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)", re.MULTILINE)
 
 
 def run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[bytes]:
+    """``logphase ARGS``: in this process for parse and report (no start-up per call), a process of
+    its own for follow (threads, a clock and files that grow)."""
+    if args[0] != "follow":
+        return logphase_cli(*args)
     return subprocess.run([sys.executable, "-m", "logphase", *args], capture_output=True, timeout=timeout)
 
 

@@ -3,7 +3,6 @@ deterministic `--json` output."""
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import re
@@ -18,32 +17,18 @@ import pytest
 from pydantic import TypeAdapter
 
 from logphase import Report, assert_startup, parse_text
-from logphase.faces.cli import main
 from logphase.faces.loading import load
 from logphase.faces.oracle import Expectations, OracleError, check, compare, render_check
 from logphase.pipeline.events import Event
 from logphase.replay import records
 from logphase.testing import LogFollower, StartupFailed
 from tests.conftest import fixture_logs
-from tests.logs import kv_failure, stamp, tp2_startup
+from tests.logs import kv_failure, logphase_cli, stamp, tp2_startup
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def run(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
-    """``logphase ARGS`` in this process (fast); stdout, stderr and stdin are byte streams."""
-    saved = sys.stdin, sys.stdout, sys.stderr
-    out, err = io.BytesIO(), io.BytesIO()
-    streams = (io.TextIOWrapper(io.BytesIO(stdin or b"")), io.TextIOWrapper(out), io.TextIOWrapper(err))
-    sys.stdin, sys.stdout, sys.stderr = streams
-    try:
-        code = main(list(args))
-    finally:
-        sys.stdin, sys.stdout, sys.stderr = saved
-        for stream in streams:
-            stream.flush()
-            stream.detach()  # or closing the wrapper would close the BytesIO
-    return subprocess.CompletedProcess(["logphase", *args], code, out.getvalue(), err.getvalue())
+run = logphase_cli
 
 
 def run_process(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
