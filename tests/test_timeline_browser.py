@@ -229,7 +229,7 @@ def test_png_decoder_on_a_known_image() -> None:
 def _run_browser_tests(**env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         # no -rs: the project's own addopts must show the reason
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", __file__, "-m", "browser", "-k", "stale_two_runs"],
+        [sys.executable, "-m", "pytest", "-n", "0", "-p", "no:cacheprovider", __file__, "-m", "browser", "-k", "stale_two_runs"],
         capture_output=True,
         text=True,
         timeout=120,
