@@ -59,8 +59,11 @@ def _hypothesis_profiles() -> None:
     outside the checkout and a temporary folder, and one checkout's failures are not replayed in
     another."""
     from hypothesis import HealthCheck, settings
+    from hypothesis.configuration import set_hypothesis_home_dir
     from hypothesis.database import DirectoryBasedExampleDatabase
 
+    # all that Hypothesis keeps (its unicode tables too), whatever folder pytest is run from
+    set_hypothesis_home_dir(ROOT / ".hypothesis")
     database = DirectoryBasedExampleDatabase(str(ROOT / ".hypothesis" / "examples"))
     common = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large]}
     settings.register_profile("ci", max_examples=PROFILE_EXAMPLES["ci"], derandomize=True, database=None, **common)

@@ -409,3 +409,18 @@ def test_follow_phase_records_line_by_line(name: str) -> None:
     lines = [i + 1 for i, b in enumerate(text) if b == 0x0A]
     assert phase_records(follower_records(text, lines)) == whole
     assert len(whole) == len(set(whole))
+
+
+def test_hypothesis_keeps_what_it_stores_in_the_checkout() -> None:
+    """The example database and Hypothesis's own files are in the checkout's git-ignored .hypothesis/
+    (never in the user's home, where every checkout would replay another's failures)."""
+    from hypothesis import settings
+    from hypothesis.configuration import storage_directory
+
+    from tests.conftest import ROOT
+
+    home = ROOT / ".hypothesis"
+    assert storage_directory("unicode_data").is_relative_to(home)
+    database = settings.default.database
+    assert database is None or Path(database.path).is_relative_to(home)  # type: ignore[attr-defined]
+    assert ".hypothesis/" in (ROOT / ".gitignore").read_text().splitlines()
