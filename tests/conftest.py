@@ -42,7 +42,7 @@ def fixture_logs() -> list[Path]:
 # fixture (44 of them, tens of ms a parse), so a few examples each make hundreds per property and run,
 # and the whole suite stays within 3 minutes on 2 cores; `dev` draws new ones on every run (and
 # replays the failures it found), `long` is for a hunt (HYPOTHESIS_PROFILE=long).
-PROFILE_EXAMPLES = {"ci": 6, "dev": 8, "long": 500}
+PROFILE_EXAMPLES = {"ci": 6, "dev": 6, "long": 500}
 PROFILE = os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev")
 
 

@@ -1,7 +1,7 @@
 """Property-based robustness over every fixture (issue 4).
 
 Profiles (tests/conftest.py PROFILE_EXAMPLES): HYPOTHESIS_PROFILE=ci (6 examples a property and
-fixture, derandomized; CI sets CI=true), dev (8, new ones each run, the default locally), long (500).
+fixture, derandomized; CI sets CI=true), dev (6, new ones each run, the default locally), long (500).
 """
 
 from __future__ import annotations
