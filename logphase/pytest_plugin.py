@@ -10,7 +10,9 @@ The ``logphase_follow`` fixture follows a server log while the test runs::
 
 When the test ends (passed or failed) and the log shows a failed startup, the test fails with
 the failure cause, its log line and the hint; an error the test itself raised (a refused
-connection, say) is mentioned after it. ``follower.check()`` fails the test on demand.
+connection, say) is mentioned after it. ``follower.check()`` fails the test on demand. A server
+``process=`` given to the fixture is stopped when the test fails, so that a failed test never
+leaves a server running.
 """
 
 from __future__ import annotations
@@ -24,14 +26,19 @@ if TYPE_CHECKING:
     from logphase.testing import LogFollower
 
 _FOLLOWERS = pytest.StashKey[list["LogFollower"]]()
+_FAILED = pytest.StashKey[bool]()
+# how long a server stopped with SIGTERM gets to exit before SIGKILL
+STOP_GRACE_S = 5.0
 
 
 @pytest.fixture
 def logphase_follow(request: pytest.FixtureRequest) -> Generator[Callable[..., LogFollower], None, None]:
-    """Factory: ``logphase_follow(path, poll_interval=0.2, settle=0.5, expect=None)`` -> LogFollower.
+    """Factory: ``logphase_follow(path, poll_interval=0.2, settle=0.5, expect=None, process=None)``
+    -> LogFollower.
 
     The follower runs until the test's teardown. Its ``wait_ready``/``check`` fail the test
-    through ``pytest.fail``, with the startup failure cause as the message.
+    through ``pytest.fail``, with the startup failure cause as the message. When the test failed,
+    the teardown stops the ``process`` it was given (SIGTERM, then SIGKILL after STOP_GRACE_S).
     """
     from logphase.testing import LogFollower, failure_message
 
@@ -56,8 +63,35 @@ def logphase_follow(request: pytest.FixtureRequest) -> Generator[Callable[..., L
         if report.outcome == "failed" and not follower.reported:
             follower.reported = True
             problems.append(failure_message(report))
+    if problems or request.node.stash.get(_FAILED, False):
+        for follower in followers:
+            _stop_process(follower.process)
     if problems:
         pytest.fail("\n".join(problems), pytrace=False)
+
+
+def _stop_process(process: Any) -> None:
+    """Stop a server the failed test left running (anything with poll/terminate/wait/kill, like
+    ``subprocess.Popen``)."""
+    if process is None or process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout=STOP_GRACE_S)
+    except Exception:  # still running after the grace period (subprocess.TimeoutExpired)
+        process.kill()
+        process.wait()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """Remember whether the test failed (its setup or body), for the fixture's teardown."""
+    report = yield
+    if report.failed and report.when in ("setup", "call"):
+        item.stash[_FAILED] = True
+    return report
 
 
 def _startup_failures(item: pytest.Item) -> list[str]:

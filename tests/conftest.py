@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         help="rewrite fixtures/logs/*.expected.json from the current output (review the diff!)",
     )
+    parser.addoption(
+        "--update-readme",
+        action="store_true",
+        default=False,
+        help="rewrite the README's example outputs from what the tool prints now (tests/test_readme.py; review the diff!)",
+    )
 
 
 @pytest.fixture
@@ -22,26 +29,47 @@ def update_goldens(request: pytest.FixtureRequest) -> bool:
     return bool(request.config.getoption("--update-goldens"))
 
 
+@pytest.fixture
+def update_readme(request: pytest.FixtureRequest) -> bool:
+    return bool(request.config.getoption("--update-readme"))
+
+
 def fixture_logs() -> list[Path]:
     return sorted(FIXTURES.glob("*.log"))
 
 
-def _hypothesis_profiles() -> None:
-    """`ci` (bounded, derandomized: same examples on every run, within minutes on 2 cores) and
-    `long` for local runs; the example database lives outside the repo."""
-    import os
+# Examples drawn per property and fixture in each Hypothesis profile. Most properties run once per
+# fixture (44 of them, tens of ms a parse), so a few examples each make hundreds per property and run,
+# and the whole suite stays within 3 minutes on 2 cores; `dev` draws new ones on every run (and
+# replays the failures it found), `long` is for a hunt (HYPOTHESIS_PROFILE=long).
+PROFILE_EXAMPLES = {"ci": 6, "dev": 6, "long": 500}
+PROFILE = os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev")
 
+
+def examples(default: int) -> int:
+    """Examples for a property that runs once (not per fixture): ``default`` in ci and dev, ten
+    times as many in the long profile."""
+    return default * 10 if PROFILE == "long" else default
+
+
+def _hypothesis_profiles() -> None:
+    """`ci` (derandomized: the same examples on every run), `dev` (the default without CI: random
+    examples, the failing ones kept and replayed) and `long` (many more examples, for a property
+    hunt). The example database is the checkout's git-ignored `.hypothesis/`: tests write nothing
+    outside the checkout and a temporary folder, and one checkout's failures are not replayed in
+    another."""
     from hypothesis import HealthCheck, settings
+    from hypothesis.configuration import set_hypothesis_home_dir
     from hypothesis.database import DirectoryBasedExampleDatabase
 
-    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    database = DirectoryBasedExampleDatabase(os.path.join(cache, "logphase", "hypothesis"))
+    # all that Hypothesis keeps (its unicode tables too), whatever folder pytest is run from
+    set_hypothesis_home_dir(ROOT / ".hypothesis")
+    database = DirectoryBasedExampleDatabase(str(ROOT / ".hypothesis" / "examples"))
     common = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large]}
-    settings.register_profile("ci", max_examples=15, derandomize=True, database=None, **common)
-    settings.register_profile("dev", max_examples=40, database=database, **common)
-    settings.register_profile("long", max_examples=500, database=database, **common)
-    default = "ci" if os.environ.get("CI") else "dev"
-    settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", default))
+    settings.register_profile("ci", max_examples=PROFILE_EXAMPLES["ci"], derandomize=True, database=None, **common)
+    settings.register_profile("dev", max_examples=PROFILE_EXAMPLES["dev"], database=database, **common)
+    settings.register_profile("long", max_examples=PROFILE_EXAMPLES["long"], database=database, **common)
+    settings.load_profile(PROFILE)
 
 
 _hypothesis_profiles()

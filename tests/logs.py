@@ -2,8 +2,37 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
 from logphase import Engine
 from logphase.pipeline.report import Report
+
+# follow calls a file that ends in a finished run "stale" when its modification time is more than
+# 1 s before follow started (faces/follow.py). Tests set that time explicitly rather than race the
+# start-up of a `python -m logphase` process: a fresh file's time is put far enough ahead that no
+# start-up, however slow, makes it look old; a stale file's an hour back.
+FRESH_AHEAD_S = 3600.0
+
+
+def written_now(path: Path) -> Path:
+    """Mark ``path`` as written as follow starts, whenever that is (see FRESH_AHEAD_S)."""
+    ahead = time.time() + FRESH_AHEAD_S
+    os.utime(path, (ahead, ahead))
+    return path
+
+
+def written_long_ago(path: Path) -> Path:
+    """Mark ``path`` as written an hour ago: a finished run in it is an earlier run's."""
+    old = time.time() - 3600
+    os.utime(path, (old, old))
+    return path
 
 
 def fed_in_chunks(engine: Engine, data: bytes, cuts: list[int] | None = None) -> Report:
@@ -72,3 +101,40 @@ def kv_failure(minute: int = 20) -> str:
         )
         + "\n"
     )
+
+
+@contextlib.contextmanager
+def _environment(env: Mapping[str, str] | None) -> Iterator[None]:
+    saved = dict(os.environ)
+    os.environ.update(env or {})
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def logphase_cli(
+    *args: str, stdin: bytes | None = None, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    """``logphase ARGS`` run in this process: the same main() the command runs, without paying an
+    interpreter's and the imports' start-up for each call (tests that need a real process, its
+    signals, pipes or exit, start one). stdin, stdout and stderr are byte streams; ``env`` is
+    added to the environment for the call."""
+    from logphase.faces.cli import main
+
+    saved = sys.stdin, sys.stdout, sys.stderr
+    out, err = io.BytesIO(), io.BytesIO()
+    streams = (io.TextIOWrapper(io.BytesIO(stdin or b"")), io.TextIOWrapper(out), io.TextIOWrapper(err))
+    sys.stdin, sys.stdout, sys.stderr = streams
+    try:
+        with _environment(env):
+            code = main(list(args))
+    except SystemExit as exc:  # argparse: --help, --version, usage errors
+        code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 2
+    finally:
+        sys.stdin, sys.stdout, sys.stderr = saved
+        for stream in streams:
+            stream.flush()
+            stream.detach()  # or closing the wrapper would close the BytesIO
+    return subprocess.CompletedProcess(["logphase", *args], code, out.getvalue(), err.getvalue())

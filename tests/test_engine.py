@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 from logphase import Engine, parse_text
 from logphase.faces.text import render_text
 from logphase.pipeline.engine import parse_bytes
+from tests.conftest import examples
 from tests.logs import fed_in_chunks, kv_failure, tp2_startup
 
 
@@ -17,7 +18,7 @@ def report_in_chunks(data: bytes, cuts: list[int]) -> dict[str, object]:
 SAMPLE = (tp2_startup() + kv_failure(minute=40)).encode() + b"\rCapturing batches (bs=8 avail_mem=4.00 GB):  50%|##  | 1/2\r\n"
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(st.integers(min_value=0, max_value=len(SAMPLE)), max_size=40))
 def test_chunking_does_not_change_the_report(cuts: list[int]) -> None:
     assert report_in_chunks(SAMPLE, cuts) == report_in_chunks(SAMPLE, [])

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from logphase.pipeline import engine as engine_module
 from logphase.pipeline.engine import _PLAIN, Engine
 from logphase.pipeline.lines import LineSplitter, LogicalLine, Run
+from tests.conftest import examples
 from tests.logs import fed_in_chunks, kv_failure, tp2_startup
 
 STARTUP = tp2_startup().encode()
@@ -127,21 +128,21 @@ def lines_of(data: bytes, cuts: list[int], runs: bool) -> tuple[list[LogicalLine
     return out, splitter.stats
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(logs(), st.lists(st.integers(min_value=0, max_value=20000), max_size=8))
 def test_bulk_report_equals_line_by_line(data: bytes, cuts: list[int]) -> None:
     cuts = [c for c in cuts if c <= len(data)]
     assert report(data, False, cuts) == report(data, True, [])
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(logs(), st.lists(st.integers(min_value=0, max_value=20000), max_size=8))
 def test_runs_split_like_lines(data: bytes, cuts: list[int]) -> None:
     cuts = [c for c in cuts if c <= len(data)]
     assert lines_of(data, cuts, True) == lines_of(data, [], False)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=examples(12), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(logs(), st.integers(0, 3000))
 def test_bulk_report_with_since(data: bytes, second: int) -> None:
     since = ts(second)

@@ -11,13 +11,12 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from logphase.faces.follow import Follower, FollowOptions, follow_file
 from logphase.faces.follow_records import FollowRecord, PhaseRecord, SummaryRecord, TimeoutRecord
-from tests.logs import kv_failure, tp2_startup
+from tests.logs import kv_failure, tp2_startup, written_long_ago
 
 DEADLINE = 30.0
 
@@ -148,17 +147,34 @@ def test_until_phase_exits_as_soon_as_reached(tmp_path: Path) -> None:
     assert code == 0 and phases(recs)[-1] in ("weight_loading", "memory_pool", "cuda_graph_capture", "warmup")
 
 
+def read_until(recs: Iterator[dict[str, object]], kind: str, phase: str | None = None) -> list[dict[str, object]]:
+    """The records up to the first of this kind (and phase): proof that follow has read that far."""
+    seen = []
+    for record in recs:
+        seen.append(record)
+        if record["kind"] == kind and (phase is None or record.get("phase") == phase):
+            return seen
+    raise AssertionError(f"follow ended before a {kind} record: {seen}")
+
+
 def test_truncation_is_reported_and_the_new_content_read(tmp_path: Path) -> None:
+    """Each change waits for follow to have seen the one before (its record), not for a time: a
+    truncation is only visible to a reader that had read further than the new size."""
     log = tmp_path / "server.log"
-    half = tp2_startup(ready=False)
     proc = follow(str(log))
-    assert next(records(proc))["kind"] == "waiting"
-    writer = start_writer(str(log), [half.encode(), b"@truncate", *lines_of(tp2_startup())], delay=0.2)
-    recs, code = run_to_end(proc)
-    writer.wait(timeout=DEADLINE)
-    kinds = [r["kind"] for r in recs]
+    recs = records(proc)
+    assert next(recs)["kind"] == "waiting"
+    log.write_text(tp2_startup(ready=False))
+    seen = read_until(recs, "phase", "cuda_graph_capture")
+    log.write_bytes(b"")  # truncated in place, as `> server.log` does
+    seen += read_until(recs, "truncated")
+    with log.open("a") as f:
+        f.write(tp2_startup())
+    rest, code = run_to_end(proc)
+    seen += rest
+    kinds = [r["kind"] for r in seen]
     assert "truncated" in kinds and code == 0
-    assert phases(recs)[-1] == "ready"
+    assert phases(seen)[-1] == "ready"
 
 
 def test_rotation_finishes_the_old_file_first(tmp_path: Path) -> None:
@@ -166,12 +182,16 @@ def test_rotation_finishes_the_old_file_first(tmp_path: Path) -> None:
     text = tp2_startup()
     head, tail = text[: text.index("[2026-05-09 09:20:31")], text[text.index("[2026-05-09 09:20:31") :]
     proc = follow(str(log))
-    assert next(records(proc))["kind"] == "waiting"
-    writer = start_writer(str(log), [head.encode(), b"@rotate", tail.encode()], delay=0.2)
-    recs, code = run_to_end(proc)
-    writer.wait(timeout=DEADLINE)
-    assert "rotated" in [r["kind"] for r in recs]
-    assert code == 0 and phases(recs)[-1] == "ready"
+    recs = records(proc)
+    assert next(recs)["kind"] == "waiting"
+    log.write_text(head)
+    seen = read_until(recs, "phase", "cuda_graph_capture")  # follow holds the first file open
+    log.rename(tmp_path / "server.log.1")
+    log.write_text(tail)
+    rest, code = run_to_end(proc)
+    seen += rest
+    assert "rotated" in [r["kind"] for r in seen]
+    assert code == 0 and phases(seen)[-1] == "ready"
 
 
 def test_stall_record_when_silent(tmp_path: Path) -> None:
@@ -195,8 +215,7 @@ def test_timeout_exits_124(tmp_path: Path) -> None:
 def test_stale_file_is_said_at_once_and_a_new_run_awaited(tmp_path: Path) -> None:
     log = tmp_path / "server.log"
     log.write_text(kv_failure(minute=10))
-    old = time.time() - 3600
-    os.utime(log, (old, old))
+    written_long_ago(log)
     proc = follow(str(log))
     first = next(records(proc))
     assert first["kind"] == "stale" and first["outcome"] == "failed"
@@ -374,8 +393,7 @@ def test_expect_unverified_once_ranks_work_without_server_args() -> None:
 def test_stale_file_reports_no_outcome_of_the_old_run(tmp_path: Path) -> None:
     log = tmp_path / "server.log"
     log.write_text(tp2_startup())
-    old = time.time() - 3600
-    os.utime(log, (old, old))
+    written_long_ago(log)
     recs, code = run_to_end(follow(str(log), "--timeout", "1"))
     assert [r["kind"] for r in recs] == ["stale", "timeout"]
     assert recs[0]["outcome"] == "ready" and recs[1]["stale"] is True and code == 124

@@ -3,11 +3,12 @@ on node 1 that node 0 echoes, node clocks apart, prefill + decode + router)."""
 
 from __future__ import annotations
 
+import queue
 import re
 import subprocess
 import sys
 import threading
-import time
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from logphase.faces.timeline import render_html
 from logphase.pipeline.engine import parse_bytes
 from logphase.pipeline.merge import MergedReport, is_router_log, merge, router_report
 from tests.conftest import FIXTURES
+from tests.logs import logphase_cli, written_now
 
 MERGE = FIXTURES / "merge"
 CASES = sorted(p.name for p in MERGE.iterdir() if p.is_dir())
@@ -25,6 +27,10 @@ _STAMP = re.compile(rb"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)", re.MULTILINE)
 
 
 def run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[bytes]:
+    """``logphase ARGS``: in this process for parse and report (no start-up per call), a process of
+    its own for follow (threads, a clock and files that grow)."""
+    if args[0] != "follow":
+        return logphase_cli(*args)
     return subprocess.run([sys.executable, "-m", "logphase", *args], capture_output=True, timeout=timeout)
 
 
@@ -167,36 +173,73 @@ def test_report_merge_draws_a_row_group_per_node(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["pd-decode.html", "pd-prefill.html", "pd-router.html"]
 
 
+# follow --merge waits SETTLE_S after a first failure for the other logs' records; the test's
+# follow waits for them all instead (the verdict then comes when every log has said its own), so
+# that how fast this machine is never decides which line is the root
+PATIENT_FOLLOW = "import sys; import logphase.faces.follow_merged as m; m.SETTLE_S = 600.0; from logphase.faces.cli import entry_point; sys.argv[0] = 'logphase'; sys.exit(entry_point())"
+
+
+def _records_as_they_come(proc: subprocess.Popen[bytes]) -> queue.Queue[dict[str, object] | None]:
+    """follow's JSON records, read by a thread as follow prints them (None at the end)."""
+    out: queue.Queue[dict[str, object] | None] = queue.Queue()
+
+    def read() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            out.put(orjson.loads(line))
+        out.put(None)
+
+    threading.Thread(target=read, daemon=True).start()
+    return out
+
+
+def _until(
+    records: queue.Queue[dict[str, object] | None], seen: list[dict[str, object]], wanted: Callable[[dict[str, object]], bool]
+) -> None:
+    """Collect records into ``seen`` until one is ``wanted`` (a generous deadline: a hung follow
+    fails the test, a slow one does not)."""
+    while True:
+        record = records.get(timeout=120)
+        assert record is not None, f"follow ended before the record waited for: {seen}"
+        seen.append(record)
+        if wanted(record):
+            return
+
+
 def test_follow_merge_waits_for_the_root_written_after_its_echo(tmp_path: Path) -> None:
-    """node0's echo reaches its file first; node1's root half a second later: the verdict is node1's."""
+    """node0's echo reaches its file first, and follow prints it; node1's root only then: the
+    verdict is node1's. Each write waits for follow to have read the one before (its records), not
+    for a time."""
     node0, node1 = (p.read_bytes().splitlines(keepends=True) for p in logs("node1_fails"))
     out0, out1 = tmp_path / "node0.log", tmp_path / "node1.log"
     out0.write_bytes(b"".join(node0[:10]))
     out1.write_bytes(b"".join(node1[:10]))
-
-    def write_rest() -> None:
-        time.sleep(0.5)
-        with out0.open("ab") as f:
-            f.write(b"".join(node0[10:]))
-        time.sleep(0.5)
-        with out1.open("ab") as f:
-            f.write(b"".join(node1[10:]))
-
-    writer = threading.Thread(target=write_rest)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "logphase", "follow", "--merge", "--json", "--timeout", "30", str(out0), str(out1)],
+        [sys.executable, "-c", PATIENT_FOLLOW, "follow", "--merge", "--json", "--timeout", "300", str(out0), str(out1)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
-    writer.start()
-    stdout, stderr = proc.communicate(timeout=60)
-    writer.join()
-    assert proc.returncode == 1, stderr
-    records = [orjson.loads(line) for line in stdout.splitlines()]
-    assert {r["source"] for r in records if "source" in r} == {str(out0), str(out1)}
-    final = records[-1]
+    try:
+        records = _records_as_they_come(proc)
+        seen: list[dict[str, object]] = []
+        _until(records, seen, lambda r: {s.get("source") for s in seen} >= {str(out0), str(out1)})
+        with out0.open("ab") as f:
+            f.write(b"".join(node0[10:]))
+        _until(records, seen, lambda r: r.get("source") == str(out0) and r["kind"] == "failure")
+        with out1.open("ab") as f:
+            f.write(b"".join(node1[10:]))
+        while (record := records.get(timeout=120)) is not None:
+            seen.append(record)
+        assert proc.wait(timeout=120) == 1, proc.stderr.read() if proc.stderr else ""
+    finally:
+        proc.kill()
+        proc.wait()
+    echo = next(r for r in seen if r["kind"] == "failure")
+    assert echo["source"] == str(out0)  # the echo was printed first
+    assert {r["source"] for r in seen if "source" in r} == {str(out0), str(out1)}
+    final = seen[-1]
     assert final["kind"] == "merged"
-    failure = final["report"]["servers"][0]["report"]["failure"]
+    failure = final["report"]["servers"][0]["report"]["failure"]  # type: ignore[index]
     assert failure["cause"] == "kv_cache_insufficient_memory" and failure["source"] == str(out1)
 
 
@@ -204,8 +247,8 @@ def test_follow_merge_on_whole_logs_prints_every_log_s_records_before_the_verdic
     names = []
     for log in logs("two_nodes_ready"):
         copy = tmp_path / log.name
-        copy.write_bytes(log.read_bytes())  # fresh files: not stale
-        names.append(str(copy))
+        copy.write_bytes(log.read_bytes())
+        names.append(str(written_now(copy)))  # a fresh run, however late follow starts
     done = run("follow", "--merge", "--json", "--timeout", "30", *names, timeout=60)
     assert done.returncode == 0, done.stderr
     records = [orjson.loads(line) for line in done.stdout.splitlines()]

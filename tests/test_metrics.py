@@ -14,6 +14,7 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from logphase import Engine
 from logphase.faces.metrics import RANK_CAP, ReportCollector, rank_cap, start
 from logphase.pipeline.engine import parse_file
 from logphase.pipeline.report import Report
@@ -42,24 +43,42 @@ def wait_for_port(proc: subprocess.Popen[bytes]) -> int:
     return int(found.group(1))
 
 
+def scrape_once_read(port: int, written: bytes) -> dict[str, list[tuple[dict[str, str], float]]]:
+    """The metrics once follow has read ``written`` (all of the log so far): its phase gauge shows
+    the phase the same bytes give, or the outcome is failed. Polled, so that how soon follow reads
+    a write is no part of the test."""
+    engine = Engine(source="server.log")
+    engine.feed(written)
+    phase = engine.report().phase
+    wanted = [phase.value] if phase is not None else []
+    deadline = time.monotonic() + 60
+    while True:
+        metrics = scrape(port)
+        if current(metrics, "logphase_phase", "phase") == wanted or current(metrics, "logphase_outcome", "outcome") == ["failed"]:
+            return metrics
+        assert time.monotonic() < deadline, (wanted, current(metrics, "logphase_phase", "phase"))
+        time.sleep(0.02)
+
+
 def test_the_phase_gauge_moves_as_the_log_grows(tmp_path: Path) -> None:
     lines = (FIXTURES / "cuda_oom_capture.log").read_bytes().splitlines(keepends=True)
     log = tmp_path / "server.log"
     log.write_bytes(b"".join(lines[:3]))
     proc = subprocess.Popen(
         [sys.executable, "-m", "logphase", "follow", str(log), "--metrics-port", "0", "--metrics-host", "127.0.0.1",
-         "--timeout", "60"],
+         "--timeout", "600"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )  # fmt: skip
     try:
         port = wait_for_port(proc)
         seen: list[str] = []
+        written = 3
         for upto in range(3, len(lines) + 1, 4):
-            with log.open("wb") as f:
-                f.write(b"".join(lines[:upto]))
-            time.sleep(0.3)
-            metrics = scrape(port)
+            with log.open("ab") as f:  # the log grows, as a server writes it
+                f.write(b"".join(lines[written:upto]))
+            written = upto
+            metrics = scrape_once_read(port, b"".join(lines[:upto]))
             phase = current(metrics, "logphase_phase", "phase")
             assert len(phase) <= 1  # one phase at a time
             if phase and (not seen or seen[-1] != phase[0]):
@@ -77,7 +96,6 @@ def test_the_phase_gauge_moves_as_the_log_grows(tmp_path: Path) -> None:
         info = metrics["logphase_info"][0][0]
         assert info["source"] == str(log) and info["tp"]
         # the verdict is in, and the metrics are still served (a sidecar outlives the start-up)
-        time.sleep(0.5)
         assert proc.poll() is None and current(scrape(port), "logphase_outcome", "outcome") == ["failed"]
     finally:
         proc.kill()

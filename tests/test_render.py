@@ -3,26 +3,15 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from logphase import parse_text
 from logphase.faces.text import render_text
 from logphase.faces.timeline import render_html
 from tests.conftest import FIXTURES
-from tests.logs import kv_failure, stamp, tp2_startup
+from tests.logs import kv_failure, logphase_cli, stamp, tp2_startup
 
-
-def run(*args: str, stdin: bytes | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(
-        [sys.executable, "-m", "logphase", *args],
-        input=stdin,
-        capture_output=True,
-        timeout=60,
-        env={**os.environ, **(env or {})},
-    )
+run = logphase_cli  # in this process: no interpreter start-up per call
 
 
 def with_gap(seconds: int) -> str:

@@ -21,6 +21,7 @@ from logphase.faces.wording import fmt_duration
 from logphase.pipeline.engine import parse_file, parse_text
 from logphase.pipeline.report import Report
 from tests.conftest import FIXTURES, fixture_logs
+from tests.logs import logphase_cli
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
 ALL_FIXTURES = fixture_logs()
@@ -171,7 +172,9 @@ def report_for(path: Path) -> Report:
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "logphase", *args], capture_output=True, text=True, timeout=60)
+    """``logphase ARGS`` in this process (no interpreter start-up per call), its output as text."""
+    done = logphase_cli(*args)
+    return subprocess.CompletedProcess(done.args, done.returncode, done.stdout.decode(), done.stderr.decode())
 
 
 def assert_self_contained(page: str) -> None:

@@ -45,13 +45,17 @@ MISSING = (
 )
 
 
+# the names Chromium is installed under: Debian's package, Ubuntu's and older Debian's, Google's build
+CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome")
+
+
 def find_chromium() -> str | None:
-    """$LOGPHASE_CHROMIUM if set (a path; one that does not exist means "no browser"), else
-    Debian's /usr/bin/chromium, else chromium on $PATH."""
+    """$LOGPHASE_CHROMIUM if set (a path; one that does not exist means "no browser"), else the first
+    of CHROMIUM_NAMES on $PATH (as the shell would find it: no fixed path comes first)."""
     chosen = os.environ.get("LOGPHASE_CHROMIUM")
     if chosen is not None:
         return chosen if os.access(chosen, os.X_OK) else None
-    return "/usr/bin/chromium" if os.access("/usr/bin/chromium", os.X_OK) else shutil.which("chromium")
+    return next((found for name in CHROMIUM_NAMES if (found := shutil.which(name))), None)
 
 
 def browser_required() -> bool:
@@ -224,7 +228,8 @@ def test_png_decoder_on_a_known_image() -> None:
 
 def _run_browser_tests(**env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-rs", "-p", "no:cacheprovider", __file__, "-m", "browser", "-k", "stale_two_runs"],
+        # no -rs: the project's own addopts must show the reason
+        [sys.executable, "-m", "pytest", "-n", "0", "-p", "no:cacheprovider", __file__, "-m", "browser", "-k", "stale_two_runs"],
         capture_output=True,
         text=True,
         timeout=120,
@@ -238,6 +243,19 @@ def test_without_chromium_the_browser_tests_skip_with_the_reason() -> None:
     result = _run_browser_tests(LOGPHASE_CHROMIUM="/nonexistent/chromium", LOGPHASE_REQUIRE_BROWSER="0")
     assert result.returncode == 0, result.stdout[-2000:]
     assert "1 skipped" in result.stdout and "chromium is not installed" in result.stdout
+
+
+def test_chromium_is_looked_up_on_path_under_each_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LOGPHASE_CHROMIUM", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert find_chromium() is None
+    for name in reversed(CHROMIUM_NAMES):  # each name is found, the earlier ones first
+        browser = tmp_path / name
+        browser.write_text("#!/bin/sh\n")
+        browser.chmod(0o755)
+        assert find_chromium() == str(browser)
+    monkeypatch.setenv("LOGPHASE_CHROMIUM", str(tmp_path / "absent"))
+    assert find_chromium() is None  # the override wins, also over what PATH has
 
 
 def test_ci_requires_chromium() -> None:
