@@ -108,10 +108,10 @@ def readme_examples(text: str) -> list[Example]:
 
 
 def _folder_for(example: Example) -> Path:
-    """Where the example's files are named from: the folder the prose before it names
-    (`fixtures/logs/merge/node1_fails/`), else the checkout or fixtures/logs."""
+    """Where the example's files are named from: the folder the prose before it names last, nearest
+    the block (`fixtures/logs/merge/node1_fails/`), else the checkout or fixtures/logs."""
     named = [w for s in example.steps for w in s.run.split() if w.endswith(".log")]
-    said = [ROOT / m for m in re.findall(r"`(fixtures/[\w/]+)/`", example.prose)]
+    said = [ROOT / m for m in reversed(re.findall(r"`(fixtures/[\w/]+)/`", example.prose))]
     for folder in [*said, ROOT, FIXTURES]:
         if all((folder / name).is_file() for name in named):
             return folder
