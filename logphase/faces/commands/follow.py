@@ -20,6 +20,8 @@ into reads and paced.
 from __future__ import annotations
 
 import argparse
+import os
+import stat
 import sys
 from typing import TYPE_CHECKING
 
@@ -185,6 +187,8 @@ def refuse_what_is_no_log(name: str) -> None:
     from logphase.faces.sniff import NotALog, compression_of, refuse_binary
 
     try:
+        if not stat.S_ISREG(os.stat(name).st_mode):
+            return  # a FIFO (opening it would wait for a writer, reading would take its bytes) or a device
         with open(name, "rb") as handle:
             head = handle.read(4096)
     except OSError:
