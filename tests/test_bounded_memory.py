@@ -57,8 +57,13 @@ def test_the_incidents_kept_do_not_grow_with_the_tracebacks() -> None:
         assert report.failure is not None and report.failure.cause is Cause.CUDA_OOM
         assert report.failure.line == tp2_startup().count("\n") + 2  # the first traceback's header
         assert len(report.failure.consequences) == MAX_CONSEQUENCES
+        # the echoes are counted exactly, beyond those listed (the text says how many follow)
+        assert report.failure.consequences_total == report.failure.echo_count() == len(engine._machine.run.incidents) - 1
         assert [c.line for c in report.failure.consequences] == sorted(c.line for c in report.failure.consequences)
-    assert few.report().failure == many.report().failure
+    few_failure, many_failure = few.report().failure, many.report().failure
+    assert few_failure is not None and many_failure is not None
+    assert (few_failure.consequences_total, many_failure.consequences_total) == (399, 3999)
+    assert few_failure.model_copy(update={"consequences_total": 0}) == many_failure.model_copy(update={"consequences_total": 0})
 
 
 # -- the kept incidents answer as the whole list would (the report's rules, kept them all) ----------

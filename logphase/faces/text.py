@@ -116,7 +116,7 @@ def render_text(report: Report, color: bool = False, nodes: Mapping[str, str] | 
         out.append(f"  error   {first_line(f.message) if f.message else '-'}")
         out.append(f"  hint    {f.hint}")
         if f.consequences:
-            n = len(f.consequences)
+            n = f.echo_count()
             # in a merged report the lines are in several logs: name each one's log
             lines = ", ".join(f"{_base(c.source)}:{c.line}" if c.source else str(c.line) for c in f.consequences[:5])
             lines += ", ..." if n > 5 else ""

@@ -184,6 +184,7 @@ def _failure(run: Run) -> tuple[FailureReport | None, Phase | None]:
         message=root.assessment.message[:2000],
         hint=root.assessment.hint or hint(root.assessment.cause, phase, config, facts),
         consequences=consequences,
+        consequences_total=len(run.incidents) - 1,
         severity=_SEVERITY_WORD.get(root.assessment.severity, "echo"),
         while_serving=phase is Phase.READY,
         after_ready_s=_after_ready(run, root.event.ts) if phase is Phase.READY else None,

@@ -409,6 +409,8 @@ def _failure(members: list[Report], shifts: list[float], qualified: list[dict[st
             "rank": root_names.get(root.rank or "", root.rank),
             "source": root_report.source,
             "consequences": consequences[:50],
+            "consequences_total": root.echo_count()
+            + sum(1 + r.failure.echo_count() for r, _, _ in failed if r is not root_report and r.failure),
         }
     )
 

@@ -132,7 +132,14 @@ class FailureReport(BaseModel):
     ts: str | None = Field(default=None, description="its time, or the time of the line before it")
     message: str = Field(description="the error as printed (the exception line, the fatal single line)")
     hint: str = Field(description="what to change or check, for this cause in this phase")
-    consequences: list[Consequence] = Field(default_factory=list, description="echoes of the root cause, in line order")
+    consequences: list[Consequence] = Field(
+        default_factory=list, description="echoes of the root cause, in line order: the first 50 (consequences_total counts all)"
+    )
+    consequences_total: int = Field(
+        default=0,
+        description="how many failure lines follow from the root in all (a server failing while serving may print "
+        "a million tracebacks: only the first 50 are listed, the count is exact)",
+    )
     severity: Literal["root", "unstated", "echo"] = Field(
         default="root",
         description="root: the log states the error; unstated: it shows a failure without its error (a cut "
@@ -147,6 +154,10 @@ class FailureReport(BaseModel):
     after_ready_s: float | None = Field(
         default=None, description="for a failure while serving: the time from ready to the failure, when both are known"
     )
+
+    def echo_count(self) -> int:
+        """How many lines follow from the root (a report saved before the total was kept: those listed)."""
+        return max(self.consequences_total, len(self.consequences))
 
 
 class WarningReport(BaseModel):

@@ -200,7 +200,7 @@ def render_html(report: Report, nodes: Mapping[str, str] | None = None) -> str:
         out.append(f"<pre>{esc(f.message)}</pre>")
         out.append(f'<div class="hint"><b>hint</b> {esc(f.hint)}</div>')
         if f.consequences:
-            n = len(f.consequences)
+            n = f.echo_count()
             out.append(
                 f'<div class="echoes">○ {n} other line{"s follow" if n > 1 else " follows"} from it: '
                 f"consequence{'s' if n > 1 else ''}, not the cause (hollow markers on the chart):<ul>"
@@ -342,11 +342,11 @@ def render_svg(report: Report, nodes: Mapping[str, str] | None = None) -> str:
             svg.text(24, y, line, 12, fill="#1a5e20" if i == 0 else "#1d1d1f")
         if f.consequences:
             y += 16
-            verb = "follows" if len(f.consequences) == 1 else "follow"
+            verb = "follows" if f.echo_count() == 1 else "follow"
             svg.text(
                 24,
                 y,
-                f"○ {plural(len(f.consequences), 'other line')} {verb} from it (first: line {f.consequences[0].line}): "
+                f"○ {plural(f.echo_count(), 'other line')} {verb} from it (first: line {f.consequences[0].line}): "
                 + clip(f.consequences[0].message.splitlines()[0] if f.consequences[0].message else "", 120),
                 11.5,
                 fill=ECHO_COLOR,
