@@ -74,11 +74,15 @@ def chromium() -> str:
 
 def run_chromium(chromium: str, *args: str) -> subprocess.CompletedProcess[bytes]:
     with tempfile.TemporaryDirectory(prefix="logphase-chromium-") as profile:
+        # Chromium writes to the user's home beside its profile (~/.cache/dconf, ~/.config, ~/.pki):
+        # a home of its own in the temporary folder keeps the test from writing outside it
+        home = {"HOME": profile, "XDG_CACHE_HOME": f"{profile}/cache", "XDG_CONFIG_HOME": f"{profile}/config"}
         return subprocess.run(
-            [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args],
+            [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={profile}/profile", *args],
             capture_output=True,
             timeout=90,
             check=False,
+            env={**os.environ, **home},
         )
 
 
