@@ -121,3 +121,16 @@ def test_commands_refuse_what_is_no_log_in_one_line(tmp_path: Path) -> None:
     # an empty pipe: nothing was written, the server is still starting
     piped = logphase("follow", "-", stdin=b"")
     assert piped.returncode == 3 and b"empty" in piped.stderr
+
+
+def test_follow_refuses_a_pipe_of_what_is_no_log_and_reads_a_short_one() -> None:
+    """On a pipe as on a file: binary or compressed bytes are one line and exit 2; a log shorter
+    than the bytes looked at (or one whose first read cuts a character) is read as a log."""
+    for data in (NOT_LOGS["elf"][0], NOT_LOGS["random"][0], COMPRESSED["gzip"]):
+        done = logphase("follow", "-", stdin=data)
+        assert done.returncode == 2 and done.stderr.count(b"\n") == 1 and b"Traceback" not in done.stderr, done.stderr
+    assert b"decompress" in logphase("follow", "-", stdin=COMPRESSED["xz"]).stderr
+    short = "[2026-05-09 10:00:00] Load weight begin. avail mem=70.00 GB ü\n".encode()
+    done = logphase("follow", "-", stdin=short)
+    assert done.returncode == 3 and b"weight_loading" in done.stdout, done.stderr
+    assert logphase("follow", "-", stdin=LOG).returncode == 0  # ready

@@ -360,6 +360,8 @@ class Follower:
 # -- drivers -------------------------------------------------------------------------------------
 
 READ_SIZE = 1 << 20
+# how much of a stream's first bytes tells text from what is not (faces/sniff.py)
+HEAD_CHECK_BYTES = 512
 
 
 def _draining_message(follower: Follower, verdict: int) -> str:
@@ -380,23 +382,36 @@ def follow_stream(
     source: str = "<stdin>",
     clock: Callable[[], float] = time.monotonic,
     on_follower: Callable[[Follower], None] | None = None,
+    check_head: Callable[[bytes, bool], None] | None = None,
 ) -> Iterator[FollowRecord]:
     """Follow a pipe or any readable binary stream. At the --until point the verdict is given at
     once; unless ``options.exit_at_verdict``, the stream is then read to its end (records go on:
     a failure while serving is still reported), so that a writer upstream never gets SIGPIPE,
     and the summary comes at EOF with the exit code of the verdict on the whole input (see
     :meth:`Follower.exit_code`). ``on_follower`` receives the Follower in use (for a summary if
-    the caller is interrupted)."""
+    the caller is interrupted). ``check_head(head, whole)`` sees the stream's first bytes once
+    (HEAD_CHECK_BYTES of them, or all there were at its end: ``whole``) and may raise to refuse
+    input that is no log text."""
     fd = stream.fileno()
+    head = bytearray()
+    checking = check_head is not None
 
     def read(timeout: float) -> bytes | None:
+        nonlocal checking
         ready, _, _ = select.select([fd], [], [], timeout)
         if not ready:
             return None
         try:
-            return os.read(fd, READ_SIZE)
+            data = os.read(fd, READ_SIZE)
         except BlockingIOError:  # a named pipe opened without blocking: nothing after all
             return None
+        if checking and check_head is not None:
+            head.extend(data[: HEAD_CHECK_BYTES - len(head)])
+            if len(head) >= HEAD_CHECK_BYTES or not data:
+                checking = False
+                if head:
+                    check_head(bytes(head), not data)
+        return data
 
     yield from follow_reads(read, options, source, clock, on_follower)
 

@@ -140,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(f"{args.file}: is a directory, give a log file")
         records = follow_file(args.file, options, on_follower=current.append)
     else:
-        records = follow_stream(sys.stdin.buffer, options, on_follower=current.append)
+        records = follow_stream(sys.stdin.buffer, options, on_follower=current.append, check_head=refuse_stream_head)
     out = sys.stdout.buffer
     color = use_color(sys.stdout, args.color)
 
@@ -198,6 +198,22 @@ def refuse_what_is_no_log(name: str) -> None:
         raise InputError(f"{name}: {kind}-compressed, a finished log: read it with logphase parse {name}")
     try:
         refuse_binary(head, name)
+    except NotALog as exc:
+        raise InputError(str(exc)) from None
+
+
+def refuse_stream_head(head: bytes, whole: bool) -> None:
+    """A pipe whose first bytes are compressed or no log text is refused in one line, as a file is
+    (``whole``: the pipe held no more; otherwise its last bytes may cut a character in two)."""
+    from logphase.faces.sniff import NotALog, compression_of, refuse_binary
+
+    kind = compression_of(head)
+    if kind is not None:
+        raise InputError(
+            f"<stdin>: {kind}-compressed: decompress it into follow (zcat, bzcat, xzcat), or read it with logphase parse -"
+        )
+    try:
+        refuse_binary(head if whole else head[:-3], "<stdin>")
     except NotALog as exc:
         raise InputError(str(exc)) from None
 
