@@ -66,12 +66,13 @@ START_UP_FILES: list[tuple[str, str]] = [
     ("sglang/srt/managers/scheduler*.py", "scheduler"),
     ("sglang/srt/managers/scheduler_components/*.py", "scheduler"),
     ("sglang/srt/managers/controller/*.py", "scheduler"),
+    ("sglang/srt/observability/scheduler*.py", "scheduler"),
     ("sglang/srt/managers/tp_worker*.py", "tp_worker"),
     ("sglang/srt/managers/data_parallel_controller.py", "dp_controller"),
     ("sglang/srt/managers/detokenizer*.py", "detokenizer"),
     ("sglang/srt/managers/tokenizer_manager.py", "tokenizer"),
     # model runner, CUDA/NPU/XPU graph runners
-    ("sglang/srt/model_executor/model_runner.py", "model_runner"),
+    ("sglang/srt/model_executor/model_runner*.py", "model_runner"),
     ("sglang/srt/model_executor/model_runner_components/*.py", "model_runner"),
     ("sglang/srt/model_executor/pool_configurator.py", "memory_pool"),
     ("sglang/srt/model_executor/*graph_runner*.py", "cuda_graph"),
@@ -137,12 +138,16 @@ DEFAULT_RELEASES = [
     "0.2.15",
     "0.3.6.post3",
     "0.4.0.post2",
+    "0.4.3.post4",
     "0.4.6.post5",
     "0.4.10.post2",
     "0.5.0rc2",
     "0.5.2",
     "0.5.5.post3",
+    "0.5.7",
     "0.5.10.post1",
+    "0.5.15.post1",
+    "0.5.19",
     "newest",
 ]
 
@@ -242,9 +247,8 @@ def template(node: ast.AST | None) -> tuple[str, str]:
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
         left, lf = template(node.left)
         right, rf = template(node.right)
-        fmt = lf if lf == rf else ("fstring" if "fstring" in (lf, rf) else "expr")
-        if {lf, rf} <= {"plain"}:
-            fmt = "plain"
+        # text next to a placeholder reads as an f-string; percent/format keep their own syntax
+        fmt = lf if lf == rf else next((f for f in ("percent", "format") if f in (lf, rf)), "fstring")
         return left + right, fmt
     if (
         isinstance(node, ast.Call)
@@ -273,6 +277,8 @@ class Miner(ast.NodeVisitor):
         self.scope: list[str] = []
         self.functions: list[list] = []
         self.messages: list[dict] = []
+        # per enclosing function: name -> [(line, op, value)] of string assignments
+        self.assigns: list[dict[str, list[tuple[int, str, ast.AST]]]] = []
 
     # scopes
     def _qual(self) -> str:
@@ -286,14 +292,33 @@ class Miner(ast.NodeVisitor):
     def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         self.scope.append(node.name)
         self.functions.append([self._qual(), node.lineno])
+        self.assigns.append(_string_assignments(node))
         self.generic_visit(node)
+        self.assigns.pop()
         self.scope.pop()
+
+    def _resolve(self, msg: ast.AST | None, line: int) -> tuple[ast.AST | None, str | None]:
+        """`msg = f"..."; logger.error(msg)`: the template of the last assignment before the call."""
+        if not (isinstance(msg, ast.Name) and self.assigns):
+            return msg, None
+        steps = [a for a in self.assigns[-1].get(msg.id, []) if a[0] < line]
+        starts = [i for i, a in enumerate(steps) if a[1] == "="]
+        if not starts:
+            return msg, None
+        chain = steps[starts[-1]:]
+        value = chain[0][2]
+        for _, _, more in chain[1:]:
+            value = ast.BinOp(left=value, op=ast.Add(), right=more)
+        return value, msg.id
 
     visit_FunctionDef = _function
     visit_AsyncFunctionDef = _function
 
     # messages
     def _add(self, node: ast.AST, level: str, msg: ast.AST | None, **extra) -> None:
+        msg, via = self._resolve(msg, node.lineno)
+        if via:
+            extra["via"] = via
         text, fmt = template(msg)
         entry = {
             "line": node.lineno,
@@ -364,6 +389,49 @@ class Miner(ast.NodeVisitor):
                 return
             self._add(node, "raise", None, exception=name)
         self.generic_visit(node)
+
+
+def _stringish(node: ast.AST) -> bool:
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str)
+    if isinstance(node, ast.JoinedStr):
+        return True
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Mod)):
+        return _stringish(node.left) or (isinstance(node.op, ast.Add) and _stringish(node.right))
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "format"
+        and _stringish(node.func.value)
+    )
+
+
+def _string_assignments(fn: ast.AST) -> dict[str, list[tuple[int, str, ast.AST]]]:
+    """`name = <string>` and `name += <string>` in a function body (nested defs excluded)."""
+    found: dict[str, list[tuple[int, str, ast.AST]]] = {}
+    todo = list(ast.iter_child_nodes(fn))
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        todo.extend(ast.iter_child_nodes(node))
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and _stringish(node.value)
+        ):
+            found.setdefault(node.targets[0].id, []).append((node.lineno, "=", node.value))
+        elif (
+            isinstance(node, ast.AugAssign)
+            and isinstance(node.target, ast.Name)
+            and isinstance(node.op, ast.Add)
+            and _stringish(node.value)
+        ):
+            found.setdefault(node.target.id, []).append((node.lineno, "+=", node.value))
+    for steps in found.values():
+        steps.sort(key=lambda a: a[0])
+    return found
 
 
 def _kw(node: ast.Call, name: str) -> ast.AST | None:
