@@ -7,7 +7,8 @@ For each release the wheel is fetched with ``pip download sglang==X --no-deps``
 of each file come
 
 * the messages: every ``logger.<level>(...)`` (and ``logging.<level>``,
-  ``*_once`` variants), ``print(...)``, ``tqdm(desc=...)`` and ``raise X(...)``
+  ``*_once`` variants), ``print(...)``, ``tqdm(desc=...)``, ``raise X(...)`` and
+  the logging formats (``logging.basicConfig(format=...)``, ``Formatter(...)``)
   with its message template, level, enclosing function (qualified
   ``Class.method``; ``<module>`` at top level, as tracebacks name it) and line;
 * the function definitions (qualified names and lines), which a later step
@@ -347,6 +348,13 @@ class Miner(ast.NodeVisitor):
             args = [a for a in node.args if not (isinstance(a, ast.Name) and a.id in LOGGER_NAMES)]
             level = HELPER.match(_dotted(f).split(".")[-1]).group(1)
             self._add(node, level, args[0] if args else _kw(node, "msg"), helper=_dotted(f).split(".")[-1])
+        elif _dotted(f).split(".")[-1] in ("basicConfig", "Formatter"):
+            # the logging configuration: the line format logphase's envelope grammar reads
+            fmt = _kw(node, "format") or _kw(node, "fmt") or (node.args[0] if node.args else None)
+            datefmt = _kw(node, "datefmt") or (node.args[1] if len(node.args) > 1 else None)
+            if fmt is not None:
+                dt = self._resolve(datefmt, node.lineno)[0] if datefmt is not None else None
+                self._add(node, "log_format", fmt, datefmt=template(dt)[0] if dt is not None else None)
         elif isinstance(f, ast.Name) and f.id == "print":
             self._print(node)
         elif _dotted(f).split(".")[-1] == "tqdm":

@@ -16,7 +16,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 CATALOGUE = ROOT / "grammars" / "sglang" / "catalogue"
-LEVELS = {"debug", "info", "warning", "error", "exception", "critical", "print", "tqdm", "raise"}
+LEVELS = {"debug", "info", "warning", "error", "exception", "critical", "print", "tqdm", "raise", "log_format"}
 FORMATS = {"plain", "fstring", "percent", "format", "expr", "none"}
 
 
@@ -156,3 +156,11 @@ def test_frames_issue_20_names() -> None:
     for v in mid:
         quals = {d[0] for f in load(v)["files"].values() for d in f["functions"]}
         assert {"ModelRunner.initialize", "ModelRunner.forward_extend", "CudaGraphRunner.capture"} <= quals, v
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_logging_format_of_every_release(version: str) -> None:
+    """configure_logger's line format (issue 20 point 5): '[%(asctime)s' + prefix + '] %(message)s'."""
+    fmts = [m for path, m in messages(version) if m["level"] == "log_format" and m["function"] == "configure_logger"]
+    assert fmts, version
+    assert all(m["template"].startswith("[%(asctime)s") and m["template"].endswith("] %(message)s") for m in fmts)
