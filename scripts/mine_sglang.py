@@ -7,7 +7,8 @@ For each release the wheel is fetched with ``pip download sglang==X --no-deps``
 of each file come
 
 * the messages: every ``logger.<level>(...)`` (and ``logging.<level>``,
-  ``*_once`` variants), ``print(...)``, ``tqdm(desc=...)``, ``raise X(...)`` and
+  ``*_once`` variants, SGLang's ``log_info_on_rank0``/``print_warning_once``
+  helpers), ``print(...)``, ``tqdm(desc=...)``, ``raise X(...)`` and
   the logging formats (``logging.basicConfig(format=...)``, ``Formatter(...)``)
   with its message template, level, enclosing function (qualified
   ``Class.method``; ``<module>`` at top level, as tracebacks name it) and line;
@@ -17,7 +18,10 @@ of each file come
 Templates: plain strings are kept as they are; f-strings become a template
 with ``{expr}`` placeholders (literal braces doubled, as in the source
 f-string); %-format and ``str.format`` strings are kept as written, with
-``format`` saying which.  Nothing else of the source is copied.
+``format`` saying which.  A message passed as a local variable
+(``msg = f"..."; logger.error(msg)``) gets the template of the variable's last
+assignment before the call (``via`` names the variable).  Nothing else of the
+source is copied.
 
 One JSON file per release goes to ``grammars/sglang/catalogue/<version>.json``
 and ``index.json`` lists the releases mined.  Regenerate with::
@@ -366,7 +370,7 @@ class Miner(ast.NodeVisitor):
     def _print(self, node: ast.Call) -> None:
         if not node.args:
             return
-        parts = [template(a) for a in node.args if not isinstance(a, ast.Starred)]
+        parts = [template(self._resolve(a, node.lineno)[0]) for a in node.args if not isinstance(a, ast.Starred)]
         if not parts:
             return
         sep = _kw(node, "sep")
