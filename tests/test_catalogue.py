@@ -1,0 +1,166 @@
+"""The SGLang catalogue mined from the release wheels (grammars/sglang/catalogue, issue 20).
+
+Checks the checked-in data only: no network, no wheel. The structure is what
+scripts/mine_sglang.py promises (README beside the data); the known messages are
+lines logphase already reads, which must be found where the releases print them.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CATALOGUE = ROOT / "grammars" / "sglang" / "catalogue"
+LEVELS = {"debug", "info", "warning", "error", "exception", "critical", "print", "tqdm", "raise", "log_format"}
+FORMATS = {"plain", "fstring", "percent", "format", "expr", "none"}
+
+
+def _miner():
+    spec = importlib.util.spec_from_file_location("mine_sglang", ROOT / "scripts" / "mine_sglang.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+MINER = _miner()
+INDEX = json.loads((CATALOGUE / "index.json").read_text())
+VERSIONS = [e["version"] for e in INDEX["releases"]]
+
+
+@cache
+def load(version: str) -> dict:
+    return json.loads((CATALOGUE / f"{version}.json").read_text())
+
+
+def messages(version: str) -> list[tuple[str, dict]]:
+    return [(path, m) for path, f in load(version)["files"].items() for m in f["messages"]]
+
+
+def key(version: str) -> tuple:
+    return MINER.version_key(version)
+
+
+def test_index_lists_every_file_sorted_by_version() -> None:
+    on_disk = sorted(p.stem for p in CATALOGUE.glob("*.json") if p.name != "index.json")
+    assert sorted(VERSIONS) == on_disk
+    assert [key(v) for v in VERSIONS] == sorted(key(v) for v in VERSIONS)
+    assert len(set(VERSIONS)) == len(VERSIONS)
+    # issue 20 asks for the 0.3, 0.4 and 0.5 eras at least
+    assert {v.split(".")[1] for v in VERSIONS} >= {"3", "4", "5"}
+
+
+def test_version_order_is_release_order() -> None:
+    assert key("0.5.0rc2") < key("0.5.0") < key("0.5.0.post1") < key("0.5.1")
+    assert key("0.4.9.post6") < key("0.4.10") < key("0.5.0rc0")
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_structure(version: str) -> None:
+    cat = load(version)
+    assert cat["sglang_version"] == version
+    assert cat["wheel"].startswith(f"sglang-{version}-")
+    assert len(cat["wheel_sha256"]) == 64
+    files = cat["files"]
+    assert list(files) == sorted(files)
+    entry = next(e for e in INDEX["releases"] if e["version"] == version)
+    assert cat["counts"] == {k: entry[k] for k in ("files", "functions", "messages")}
+    assert cat["counts"]["files"] == len(files)
+    assert cat["counts"]["functions"] == sum(len(f["functions"]) for f in files.values())
+    assert cat["counts"]["messages"] == sum(len(f["messages"]) for f in files.values())
+    for path, f in files.items():
+        assert path.startswith("sglang/") and path.endswith(".py")
+        assert f["area"] == MINER.area_of(path)
+        defs = f["functions"]
+        assert len({tuple(d) for d in defs}) == len(defs), path
+        assert [d[1] for d in defs] == sorted(d[1] for d in defs), path
+        names = {d[0] for d in defs}
+        seen = set()
+        for m in f["messages"]:
+            assert {"line", "col", "function", "level", "template", "format"} <= m.keys()
+            assert m["level"] in LEVELS and m["format"] in FORMATS
+            assert isinstance(m["template"], str) and isinstance(m["line"], int)
+            # the enclosing scope is a function of this file, a class body or the module
+            fn = m["function"]
+            assert fn == "<module>" or fn in names or any(n.startswith(fn + ".") for n in names), (path, fn)
+            if m["level"] == "raise":
+                assert m["exception"]
+            spot = (m["line"], m["col"])
+            assert spot not in seen, (path, spot)
+            seen.add(spot)
+        assert [(m["line"], m["col"]) for m in f["messages"]] == sorted(seen)
+
+
+def _found(version: str, text: str, level: str | None = None) -> list[tuple[str, str]]:
+    """(file, function) of the messages containing `text` (case-insensitive: releases change the case)."""
+    return [
+        (path, m["function"])
+        for path, m in messages(version)
+        if text.lower() in m["template"].lower() and (level is None or m["level"] == level)
+    ]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_known_messages_in_every_release(version: str) -> None:
+    assert ("_wait_and_warmup" in {fn for _, fn in _found(version, "The server is fired up and ready to roll!", "info")})
+    assert _found(version, "Load weight begin. avail mem=", "info")
+    assert _found(version, "Load weight end.", "info")
+    assert _found(version, "max_total_num_tokens=")
+    assert _found(version, "server_args=")
+    assert _found(version, "Capture cuda graph failed", "raise")
+    assert _found(version, "Memory pool end.", "info")
+    assert _found(version, "Prefill batch")
+    assert _found(version, "Decode batch")
+    # the model runner loads the weights in every release
+    assert ("sglang/srt/model_executor/model_runner.py", "ModelRunner.load_model") in _found(version, "Load weight begin")
+
+
+@pytest.mark.parametrize("version", [v for v in VERSIONS if key(v) >= key("0.3")])
+def test_known_messages_since_0_3(version: str) -> None:
+    assert _found(version, "Scheduler hit an exception")
+    assert _found(version, "DetokenizerManager hit an exception")
+
+
+@pytest.mark.parametrize("version", [v for v in VERSIONS if key("0.3") <= key(v) < key("0.5.20")])
+def test_init_torch_distributed_0_3_to_0_5_19(version: str) -> None:
+    # ModelRunner's method until 0.5.15; a module function of distributed/bootstrap.py by 0.5.19
+    names = {fn.split(".")[-1] for _, fn in _found(version, "Init torch distributed begin.", "info")}
+    assert names == {"init_torch_distributed"}
+
+
+@pytest.mark.parametrize("version", [v for v in VERSIONS if key("0.4.6") <= key(v) < key("0.5.10")])
+def test_launcher_lines_of_0_4_6_to_0_5_9(version: str) -> None:
+    assert ("_launch_subprocesses" in {fn for _, fn in _found(version, "scheduler is dead", "error")})
+    assert _found(version, "Exit code: ", "error")
+
+
+@pytest.mark.parametrize("version", [v for v in VERSIONS if key(v) >= key("0.4.6")])
+def test_kv_cache_allocated_or_moved(version: str) -> None:
+    # "KV Cache is allocated" from the memory pools; the newest releases log the pool from elsewhere
+    assert _found(version, "KV Cache is allocated") or _found(version, "max_total_num_tokens=")
+
+
+def test_frames_issue_20_names() -> None:
+    """Frames the unseen logs showed are functions of the catalogue (what point 3 maps to phases)."""
+    newest = VERSIONS[-1]
+    # (forward_extend left ModelRunner for the attention backends, outside the start-up files, by 0.5.23)
+    wanted = {"event_loop_overlap", "init_memory_pool", "initialize", "init_torch_distributed"}
+    names = {d[0].split(".")[-1] for f in load(newest)["files"].values() for d in f["functions"]}
+    assert wanted <= names
+    mid = [v for v in VERSIONS if key("0.4.6") <= key(v) < key("0.5.10")]  # ModelRunner.initialize is newer than 0.4.0
+    for v in mid:
+        quals = {d[0] for f in load(v)["files"].values() for d in f["functions"]}
+        assert {"ModelRunner.initialize", "ModelRunner.forward_extend", "CudaGraphRunner.capture"} <= quals, v
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_logging_format_of_every_release(version: str) -> None:
+    """configure_logger's line format (issue 20 point 5): '[%(asctime)s' + prefix + '] %(message)s'."""
+    fmts = [m for path, m in messages(version) if m["level"] == "log_format" and m["function"] == "configure_logger"]
+    assert fmts, version
+    assert all(m["template"].startswith("[%(asctime)s") and m["template"].endswith("] %(message)s") for m in fmts)
