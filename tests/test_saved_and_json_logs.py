@@ -47,8 +47,15 @@ def test_docker_json_lines_take_dockers_time_and_stream() -> None:
     env = split_envelope('{"log":"[Gloo] Rank 0 is connected\\n","stream":"stdout","time":"2026-06-15T10:02:19.6Z"}')
     assert env.message == "[Gloo] Rank 0 is connected" and env.writer == "stdout"
     assert env.outer is not None and env.outer.time == "10:02:19.600000"
-    cut = split_envelope('{"log":"[Gloo] Rank 0 is conn')  # a cut record is text
-    assert cut.message.startswith('{"log"') and cut.writer is None
+    # a record cut short (the end of a file being written) carries its text so far: a traceback's
+    # header cut inside its JSON still opens the traceback, as in a plain log
+    cut = split_envelope('{"log":"[Gloo] Rank 0 is conn')
+    assert cut.message == "[Gloo] Rank 0 is conn" and cut.writer is None and cut.outer is None
+    header = split_envelope('{"log":"[2026-06-15 10:02:29] Scheduler hit an exception: Traceback (most recent call last):\\')
+    assert header.message == "Scheduler hit an exception: Traceback (most recent call last):" and header.stamp is not None
+    assert split_envelope('{"log":"caf\\u00').message == "caf"  # an escape cut in two is left out
+    whole_string = split_envelope('{"log":"Load weight end\\n","stre')
+    assert whole_string.message == "Load weight end"
 
 
 def test_json_lines_are_a_log_judged_from_the_head() -> None:

@@ -210,14 +210,17 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")  # colours, esc
 def docker_json(text: str) -> tuple[str, str | None, Stamp | None, str | None] | None:
     """A docker json-file line as (the line it carries, its stream, its time, a time that makes no
     valid time); None when ``text`` is not one (cut, or other JSON)."""
-    if not text.startswith(DOCKER_JSON_START) or not text.rstrip().endswith("}"):
+    if not text.startswith(DOCKER_JSON_START):
         return None
     try:
-        value = json.loads(text)
+        value = json.loads(text) if text.rstrip().endswith("}") else None
     except ValueError:
-        return None
+        value = None
     if not isinstance(value, dict) or not isinstance(value.get("log"), str):
-        return None
+        cut = _cut_log_string(text[len(DOCKER_JSON_START) :])
+        if cut is None:
+            return None
+        value = {"log": cut}  # a record cut short (the end of a file being written): its text so far
     line = _ANSI.sub("", value["log"].rstrip("\n")) if "\x1b" in value["log"] else value["log"].rstrip("\n")
     if "\r" in line:  # a bar's redraws in one write: the last one is where it stands
         line = next((part for part in reversed(line.rstrip("\r").split("\r")) if part.strip()), "")
@@ -227,6 +230,26 @@ def docker_json(text: str) -> tuple[str, str | None, Stamp | None, str | None] |
         stamp = parse_stamp("ISO_TIME", written)
         bad = written if stamp is None else None
     return line, stream if isinstance(stream, str) else None, stamp, bad
+
+
+# the characters of a JSON string up to its closing quote or the end of the text: plain ones, escapes
+_JSON_STRING_BODY = re.compile(r'(?:[^"\\]|\\.)*')
+# a \u escape cut in two at the end of the text (a lone backslash is left out by _JSON_STRING_BODY)
+_CUT_UNICODE_ESCAPE = re.compile(r"\\u[0-9a-fA-F]{0,3}$")
+
+
+def _cut_log_string(body: str) -> str | None:
+    """The text of a record's "log" string that ``body`` starts (after its opening quote), read up
+    to its closing quote or, in a record cut short, as far as it goes; None when it is no string."""
+    chars = _JSON_STRING_BODY.match(body)
+    content = chars.group(0) if chars else ""
+    for candidate in (content, _CUT_UNICODE_ESCAPE.sub("", content)):
+        try:
+            text = json.loads(f'"{candidate}"')
+        except ValueError:
+            continue
+        return text if isinstance(text, str) else None
+    return None
 
 
 @cache
