@@ -12,11 +12,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from logphase.pipeline import engine as engine_module
-from logphase.pipeline.engine import Engine
-from logphase.pipeline.lines import LineSplitter, LogicalLine, Run
+from logphase.pipeline.lines import LineSplitter, Run
 from logphase.pipeline.plain import junk_line
-from tests.logs import fed_in_chunks, kv_failure, tp2_startup
-from tests.test_fast_path import LINES, ts
+from tests.logs import kv_failure, tp2_startup
+from tests.test_fast_path import LINES, lines_of, report, ts
 
 
 @pytest.fixture(autouse=True)
@@ -92,10 +91,6 @@ def logs_with_junk(draw: st.DrawFn) -> bytes:
     return b"".join(out)
 
 
-def report(data: bytes, collect: bool, cuts: list[int]) -> dict[str, object]:
-    return fed_in_chunks(Engine(source="x", collect_events=collect), data, cuts).model_dump(mode="json")
-
-
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(logs_with_junk(), st.lists(st.integers(min_value=0, max_value=20000), max_size=6))
 def test_bulk_report_equals_line_by_line_on_junk(data: bytes, cuts: list[int]) -> None:
@@ -103,24 +98,11 @@ def test_bulk_report_equals_line_by_line_on_junk(data: bytes, cuts: list[int]) -
     assert report(data, False, cuts) == report(data, True, [])
 
 
-def lines_of(data: bytes, cuts: list[int], runs: bool) -> tuple[list[LogicalLine], object]:
-    splitter = LineSplitter()
-    out: list[LogicalLine] = []
-    last = 0
-    for cut in [*sorted(set(cuts)), len(data)]:
-        chunk = data[last:cut]
-        last = cut
-        for item in splitter.feed_runs(chunk, engine_module._bulk()) if runs else splitter.feed(chunk):
-            out.extend(item.logical_lines() if isinstance(item, Run) else [item])
-    out.extend(splitter.finish())
-    return out, splitter.stats
-
-
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(logs_with_junk(), st.lists(st.integers(min_value=0, max_value=20000), max_size=6))
 def test_junk_runs_split_like_lines(data: bytes, cuts: list[int]) -> None:
     cuts = [c for c in cuts if c <= len(data)]
-    assert lines_of(data, cuts, True) == lines_of(data, [], False)
+    assert lines_of(data, cuts, True, engine_module._bulk()) == lines_of(data, [], False)
 
 
 def test_random_bytes_are_read_in_junk_runs_with_the_same_report() -> None:

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from logphase.pipeline import engine as engine_module
 from logphase.pipeline.engine import _PLAIN, Engine
-from logphase.pipeline.lines import LineSplitter, LogicalLine, Run
+from logphase.pipeline.lines import LineSplitter, LogicalLine, Run, RunPatterns
 from tests.conftest import examples
 from tests.logs import fed_in_chunks, kv_failure, tp2_startup
 
@@ -112,14 +112,15 @@ def report(data: bytes, collect: bool, cuts: list[int], since: str | None = None
     return fed_in_chunks(Engine(source="x", since=since, collect_events=collect), data, cuts).model_dump(mode="json")
 
 
-def lines_of(data: bytes, cuts: list[int], runs: bool) -> tuple[list[LogicalLine], object]:
+def lines_of(data: bytes, cuts: list[int], runs: bool, patterns: RunPatterns = _PLAIN) -> tuple[list[LogicalLine], object]:
+    """The logical lines of ``data`` fed in chunks cut at ``cuts``: found in runs (``patterns``) or one by one."""
     splitter = LineSplitter()
     out: list[LogicalLine] = []
     last = 0
     for cut in [*sorted(set(cuts)), len(data)]:
         chunk = data[last:cut]
         last = cut
-        for item in splitter.feed_runs(chunk, _PLAIN) if runs else splitter.feed(chunk):
+        for item in splitter.feed_runs(chunk, patterns) if runs else splitter.feed(chunk):
             if isinstance(item, Run):
                 out.extend(item.logical_lines())
             else:
