@@ -22,7 +22,6 @@ from datetime import datetime, timedelta
 
 from logphase.pipeline.envelope import Envelope, Stamp
 
-UNDATED = "0001-01-01"
 _HALF_DAY_S = 12 * 3600
 # zones differ by whole quarter hours
 _ZONE_STEP_S = 900
