@@ -3,7 +3,7 @@
     python bench/naive_lark.py FILE
 
 Each line (universal newlines, so tqdm's \\r redraws are lines too) has its ``[timestamp rank]``
-prefix cut off with a regex and goes to logphase's own SGLang grammar (grammars/sglang.lark, the
+prefix cut off with a regex and goes to logphase's own SGLang grammar (grammars/sglang/sglang.lark, the
 same LALR parser logphase builds); lines it does not accept raise and are counted. No cheap
 dispatch, no fast paths, no phase machine: this is the cost of "parse everything with the grammar".
 Prints "<lines> lines, <parsed> parsed, <rejected> rejected".

@@ -1,4 +1,4 @@
-"""The cause table: grammars/errors.lark's phrases and causes.SIGNATURES' rows agree, and the
+"""The cause table: grammars/shared/errors.lark's phrases and causes.SIGNATURES' rows agree, and the
 table reads the texts of the error families in the spec (timeouts versus errors, wrappers, echoes)."""
 
 from __future__ import annotations

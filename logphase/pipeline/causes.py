@@ -1,7 +1,7 @@
 """The cause vocabulary, and the table that maps what an error says to a cause.
 
 ``Cause`` is what a failed start-up can be blamed on (the report's ``failure.cause``). ``SIGNATURES``
-is the one rule for reading an error's text: each row names a rule of ``grammars/errors.lark`` (the
+is the one rule for reading an error's text: each row names a rule of ``grammars/shared/errors.lark`` (the
 phrases), the cause it means, its role and the phase it names. The first row whose phrases occur in
 the text decides; a wrapper's row hands the text it quotes back to the table. A test checks that
 every rule of the grammar has its row and every row its rule.
@@ -47,7 +47,7 @@ class Role(str, Enum):
 
 @dataclass(frozen=True)
 class Signature:
-    rule: str  # the rule of grammars/errors.lark
+    rule: str  # the rule of grammars/shared/errors.lark
     cause: Cause | None  # None for wrappers: the quoted error's cause
     role: Role
     phase: Phase | None = None  # the phase the error itself names, whatever the markers say

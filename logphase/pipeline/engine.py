@@ -52,7 +52,7 @@ def _bulk() -> RunPatterns:
 # a traceback header inside a run of plain lines: the run takes the long way (traceback.lark's TRACEBACK)
 _TRACEBACK_BYTES = b"Traceback (most recent call last):"
 assert re.fullmatch(terminal_pattern("traceback", "TRACEBACK"), _TRACEBACK_BYTES.decode())
-# PyTorch's glog prefix: level, month and day, time ("E0130 18:11:34.707542"), from grammars/torch.lark
+# PyTorch's glog prefix: level, month and day, time ("E0130 18:11:34.707542"), from grammars/shared/torch.lark
 # ("E130 ..." in c10's own logger: the month without its leading zero)
 _GLOG_TIME = re.compile(r"\[?[IWEF](?P<month>\d\d?)(?P<day>\d\d) (?P<time>\d\d:\d\d:\d\d(?:\.\d+)?)")
 assert re.fullmatch(terminal_pattern("torch", "GLOG_STAMP"), "E130 18:11:34.707542")

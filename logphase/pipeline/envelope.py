@@ -2,7 +2,7 @@
 compose, journald, Ray, srun, mpirun, CI, host loggers), torchrun's ``[rankN]:``, SGLang's own
 prefix; what is left is the message.
 
-The syntax is ``grammars/envelope.lark``: every alternative of its ``wrapper`` and
+The syntax is ``grammars/shared/envelope.lark``: every alternative of its ``wrapper`` and
 ``sglang_prefix`` rules is a sequence of terminals, compiled here into one regular expression
 (running Lark on every line would cost ~20 us a line). Wrappers are peeled from the start of the
 line, outermost first. Named terminals say what a part is: ``*_TIME`` a time, ``*_SOURCE`` the

@@ -4,8 +4,12 @@ The grammars are the one definition of message syntax. Besides parsing, this mod
 their terminals (for the per-line tests compiled from them) and the terminals each message can
 start with (for the dispatch that picks the grammar a line can belong to).
 
-The grammars travel inside the wheel as ``logphase/grammars/*.lark``; in a source checkout they
-are read from the top-level ``grammars/`` folder.
+The grammars live in one folder per pack (``grammars/shared/`` for the vocabularies every server
+reuses: PyTorch, NCCL, Gloo, tracebacks, tqdm, uvicorn, wrappers; ``grammars/sglang/`` for SGLang's
+own). A grammar is named by its file's stem, unique across packs; a pack's grammar imports the
+shared ones by name (``%import common (INT)``). They travel inside the wheel as
+``logphase/grammars/<pack>/*.lark``; in a source checkout they are read from the top-level
+``grammars/`` folder.
 """
 
 from __future__ import annotations
@@ -20,23 +24,36 @@ from lark.grammar import NonTerminal, Terminal
 GRAMMAR_SOURCES = ("envelope", "sglang", "gloo", "nccl", "torch", "traceback", "tqdm", "http", "process", "server_args", "errors")
 
 
+SHARED_PACK = "shared"
+
+
 def grammar_dir() -> Path:
     package = Path(__file__).resolve().parent.parent
     for candidate in (package / "grammars", package.parent / "grammars"):
-        if (candidate / "common.lark").is_file():
+        if (candidate / SHARED_PACK / "common.lark").is_file():
             return candidate
     raise FileNotFoundError("logphase grammars not found next to the package")
+
+
+@functools.cache
+def grammar_path(source: str) -> Path:
+    """The file of the grammar named ``source``, in whichever pack's folder holds it."""
+    found = sorted(grammar_dir().glob(f"*/{source}.lark"))
+    if len(found) != 1:
+        raise FileNotFoundError(f"grammar {source!r}: {len(found)} files named {source}.lark under {grammar_dir()}")
+    return found[0]
 
 
 @functools.cache
 def parser(source: str) -> Lark:
     """The LALR parser for one source; compiled once per process and cached on disk by Lark."""
     return Lark.open(
-        str(grammar_dir() / f"{source}.lark"),
+        str(grammar_path(source)),
         parser="lalr",
         lexer="contextual",
         cache=True,
         maybe_placeholders=False,
+        import_paths=[str(grammar_dir() / SHARED_PACK)],
     )
 
 

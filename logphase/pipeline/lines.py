@@ -29,7 +29,7 @@ _ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 def _glued_prefix_pattern() -> re.Pattern[bytes]:
     """Where another writer's SGLang line starts in the middle of a line: a dated stamp, or a
     time of day with a rank tag (a bare "[12:00:00]" inside a message is too common to split at).
-    The syntax comes from grammars/envelope.lark so that there is one definition of it."""
+    The syntax comes from grammars/shared/envelope.lark so that there is one definition of it."""
     dated = terminal_pattern("envelope", "TIMESTAMP")
     clock = terminal_pattern("envelope", "CLOCK_TIME")
     tag = terminal_pattern("envelope", "RANK_TAG")
@@ -39,7 +39,7 @@ def _glued_prefix_pattern() -> re.Pattern[bytes]:
 def _bar_end_pattern() -> re.Pattern[bytes]:
     """Where a progress bar's meter ends ('... 3/12 [00:01<00:02,  3.6it/s]') and another writer's
     text follows without a line break: a bar is redrawn without a newline, so whatever another
-    process writes next lands on the same line. From grammars/tqdm.lark's clock terminals."""
+    process writes next lands on the same line. From grammars/shared/tqdm.lark's clock terminals."""
     elapsed = terminal_pattern("tqdm", "ELAPSED")
     remaining = terminal_pattern("tqdm", "REMAINING")
     clock = rb"\[(?:" + elapsed.encode() + rb")<(?:" + remaining.encode() + rb")"

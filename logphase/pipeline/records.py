@@ -1,6 +1,6 @@
 """Stage 3: multi-line records. Python tracebacks (chained ones included) become one
 ``PythonException`` event; faulthandler dumps one ``FatalSignal``; an escaped C++ exception one
-``ProcessError``. The shape of each line is ``grammars/traceback.lark``'s.
+``ProcessError``. The shape of each line is ``grammars/shared/traceback.lark``'s.
 
 A record also opens without its first line, because windows and pastes start anywhere: at a frame
 (``  File "...", line 12, in f``), at a lone exception line (``ValueError: ...``), at a faulthandler

@@ -1,4 +1,4 @@
-"""Reading an error's text with the cause table: ``grammars/errors.lark``'s phrases, compiled into
+"""Reading an error's text with the cause table: ``grammars/shared/errors.lark``'s phrases, compiled into
 one regular expression per rule, tried in the order of ``causes.SIGNATURES``."""
 
 from __future__ import annotations
