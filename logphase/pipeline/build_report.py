@@ -36,10 +36,13 @@ from logphase.pipeline.report import (
 )
 from logphase.pipeline.runs import Incident, Run, Span, duration_between, seconds_between
 
-# The server's name as the report's sentences give it. One place, so that a second server's pack
-# (logphase/servers/, being built beside this) can supply its own: the lead wires it to the pack's
-# display name. The warning kinds keep their names (no_sglang_output): they are the JSON contract.
+# What the report's sentences say of the server: its name, the command that launches it, the
+# settings that leave CUDA graph capture more memory. One place, so that a second server's pack
+# (logphase/servers/, being built beside this) can supply its own: the lead wires these to the pack
+# (its display name ...). The warning kinds keep their names (no_sglang_output): they are the JSON contract.
 SERVER_DISPLAY_NAME = "SGLang"
+SERVER_LAUNCH_COMMAND = "python -m sglang.launch_server"
+CAPTURE_MEMORY_SETTINGS = ("--mem-fraction-static", "--cuda-graph-max-bs")
 
 
 def build_report(
@@ -462,18 +465,41 @@ def _config(run: Run) -> dict[str, Any]:
 def _warnings(
     machine: PhaseMachine, run: Run, expect: dict[str, str], truncated_line: int | None, input_complete: bool
 ) -> list[WarningReport]:
-    out: list[WarningReport] = []
-    if len(machine.runs) > 1:
+    out = _multiple_runs(machine, run)
+    out.extend(_expectations(run, expect, input_complete))
+    out.extend(_overrides(run))
+    out.extend(_memory_pressure(run))
+    out.extend(_stderr_missing(run))
+    out.extend(_partial_log(run))
+    out.extend(WarningReport(kind=kind, message=message, line=line) for kind, message, line in run.notices)
+    if truncated_line is not None:
         out.append(
             WarningReport(
-                kind="multiple_runs",
-                message=f"this file holds {len(machine.runs)} runs; "
-                f"the report describes {'the last one' if run is machine.run else f'run {run.index}'}, "
-                f"from line {run.start_line}",
-                line=run.start_line,
+                kind="truncated_input",
+                message="the log ends in the middle of a line (still being written, or cut); that line was not read as an event",
+                line=truncated_line,
             )
         )
-    out.extend(_expectations(run, expect, input_complete))
+    return out
+
+
+def _multiple_runs(machine: PhaseMachine, run: Run) -> list[WarningReport]:
+    if len(machine.runs) <= 1:
+        return []
+    return [
+        WarningReport(
+            kind="multiple_runs",
+            message=f"this file holds {len(machine.runs)} runs; "
+            f"the report describes {'the last one' if run is machine.run else f'run {run.index}'}, "
+            f"from line {run.start_line}",
+            line=run.start_line,
+        )
+    ]
+
+
+def _overrides(run: Run) -> list[WarningReport]:
+    """The settings the server changed on its own, each once."""
+    out: list[WarningReport] = []
     seen: set[tuple[str, str]] = set()
     for o in run.overrides:
         if (o.setting, o.message) in seen or " is set" in o.message:
@@ -495,49 +521,50 @@ def _warnings(
                 found=o.actual,
             )
         )
-    if run.capture_avail_gb is not None and run.capture_avail_gb[0] < LOW_CAPTURE_MEMORY_GB:
-        avail, rank, line = run.capture_avail_gb
-        who = f" on {rank}" if rank else ""
-        out.append(
-            WarningReport(
-                kind="memory_pressure",
-                message=f"CUDA graph capture ran with only {avail:.2f} GB free{who} (below {LOW_CAPTURE_MEMORY_GB:.1f} GB): "
-                "capture or the first large batches may run out of memory; consider a lower "
-                "--mem-fraction-static or --cuda-graph-max-bs",
-                line=line,
-                found=f"{avail:.2f}",
-            )
-        )
-    if "stdout" in run.streams and "stderr" not in run.streams and not run.seen_sglang:
-        out.append(
-            WarningReport(
-                kind="stderr_missing",
-                message="this log holds what the server wrote to stdout (Gloo, NCCL, access lines) but none of SGLang's "
-                "own lines, which go to stderr: start the server with its stderr in the log too "
-                "(python -m sglang.launch_server ... > server.log 2>&1)",
-            )
-        )
-    if run.partial and run.first_entry is not None:
-        phase, line = run.first_entry
-        out.append(
-            WarningReport(
-                kind="partial_log",
-                message=f"the log starts mid-run at line {line}, in {phase.value}: its launch is not in the log, so the "
-                "first phase's duration is a lower bound and the total start-up time is unknown",
-                line=line,
-            )
-        )
-    for kind, message, line in run.notices:
-        out.append(WarningReport(kind=kind, message=message, line=line))
-    if truncated_line is not None:
-        out.append(
-            WarningReport(
-                kind="truncated_input",
-                message="the log ends in the middle of a line (still being written, or cut); that line was not read as an event",
-                line=truncated_line,
-            )
-        )
     return out
+
+
+def _memory_pressure(run: Run) -> list[WarningReport]:
+    if run.capture_avail_gb is None or run.capture_avail_gb[0] >= LOW_CAPTURE_MEMORY_GB:
+        return []
+    avail, rank, line = run.capture_avail_gb
+    who = f" on {rank}" if rank else ""
+    return [
+        WarningReport(
+            kind="memory_pressure",
+            message=f"CUDA graph capture ran with only {avail:.2f} GB free{who} (below {LOW_CAPTURE_MEMORY_GB:.1f} GB): "
+            f"capture or the first large batches may run out of memory; consider a lower {' or '.join(CAPTURE_MEMORY_SETTINGS)}",
+            line=line,
+            found=f"{avail:.2f}",
+        )
+    ]
+
+
+def _stderr_missing(run: Run) -> list[WarningReport]:
+    if "stdout" not in run.streams or "stderr" in run.streams or run.seen_sglang:
+        return []
+    return [
+        WarningReport(
+            kind="stderr_missing",
+            message="this log holds what the server wrote to stdout (Gloo, NCCL, access lines) but none of "
+            f"{SERVER_DISPLAY_NAME}'s own lines, which go to stderr: start the server with its stderr in the log too "
+            f"({SERVER_LAUNCH_COMMAND} ... > server.log 2>&1)",
+        )
+    ]
+
+
+def _partial_log(run: Run) -> list[WarningReport]:
+    if not run.partial or run.first_entry is None:
+        return []
+    phase, line = run.first_entry
+    return [
+        WarningReport(
+            kind="partial_log",
+            message=f"the log starts mid-run at line {line}, in {phase.value}: its launch is not in the log, so the "
+            "first phase's duration is a lower bound and the total start-up time is unknown",
+            line=line,
+        )
+    ]
 
 
 def _input_warnings(lines: LinesReport, since: str | None) -> list[WarningReport]:
