@@ -59,12 +59,9 @@ class Transition(NamedTuple):
 # the grammars; ``validate_table`` checks its transitions.
 
 
-def validate_table(table: dict[str, Transition] | None = None) -> list[str]:
-    """Problems with a table of transitions (by default the message table's); empty when sound."""
-    if table is None:
-        from logphase.pipeline.messages import transitions
-
-        table = transitions()
+def validate_table(table: dict[str, Transition]) -> list[str]:
+    """Problems with a table of transitions (the message table's: ``messages.transitions()``); empty
+    when sound. The table is passed in: the messages import this module, never the other way round."""
     problems = _unentered_phases(table)
     for kind, t in table.items():
         problems.extend(f"{kind}: {problem}" for problem in _row_problems(t))
