@@ -17,6 +17,7 @@ import pytest
 
 from logphase.faces.timeline import render_html
 from logphase.pipeline.engine import parse_bytes
+from logphase.pipeline.grammars import defined_rules, parse, used_rules
 from logphase.pipeline.merge import MergedReport, is_router_log, merge, router_report
 from tests.conftest import FIXTURES
 from tests.logs import logphase_cli, written_now
@@ -352,3 +353,51 @@ def test_single_node_servers_given_together_stay_apart() -> None:
     one, two = FIXTURES / "kv_cache_insufficient.log", FIXTURES / "tp1_success.log"
     merged = merged_of({"a.log": one.read_bytes(), "b.log": two.read_bytes()})
     assert len(merged.servers) == 2 and all(len(s.nodes) == 1 for s in merged.servers)
+
+
+# -- the router's vocabulary comes from its grammar ---------------------------------------------------
+
+
+def _router_of(text: bytes) -> tuple[bool, str, str | None]:
+    """Whether ``text`` reads as a router's log, and the outcome and failure message merge gives it."""
+    report = router_report(parse_bytes(text, source="router.log"), text)
+    return is_router_log(text), report.outcome, report.failure.message if report.failure else None
+
+
+def test_a_router_log_is_told_and_judged_by_its_grammar_s_terminals() -> None:
+    head = b"2026-08-14 09:00:20  INFO sglang_router_rs::server: src/server.rs:553: Starting router on 0.0.0.0:8000\n"
+    healthy = b"2026-08-14 09:01:25  INFO smg::routers::http::pd_router: src/pd_router.rs:240: All 2 workers are healthy\n"
+    error = b"2026-08-14 09:01:30  ERROR smg::server: src/server.rs:610: failed to bind 0.0.0.0:8000\n"
+    assert _router_of(head) == (True, "starting", None)
+    assert _router_of(head + healthy) == (True, "ready", None)
+    assert _router_of(head + healthy + error) == (
+        True,
+        "failed",
+        "2026-08-14 09:01:30  ERROR smg::server: src/server.rs:610: failed to bind 0.0.0.0:8000",
+    )
+    assert _router_of(b"Error: no workers given\n")[1:] == ("failed", "Error: no workers given")
+    assert not is_router_log(b"[2026-08-14 09:00:20] server_args=ServerArgs(model_path='m')\n")
+
+
+@pytest.mark.parametrize(
+    ("text", "rule"),
+    [
+        ("sglang_router_rs::server: src/server.rs:553: Starting router on 0.0.0.0:8000", "router_line"),
+        ("smg::routers::http::pd_router: waiting", "router_line"),
+        ("SGLang Router starting", "router_line"),
+        ("All 2 workers are healthy", "router_ready"),
+        ("Router ready, listening on 0.0.0.0:8000", "router_ready"),
+        ("2026-08-14 09:01:30  ERROR smg::server: src/server.rs:610: failed to bind", "router_error"),
+        ("Error: no workers given", "router_error"),
+    ],
+)
+def test_the_router_grammar_reads_each_example_to_its_rule(text: str, rule: str) -> None:
+    parsed = parse("router", text)
+    assert parsed is not None and parsed.rule == rule
+    assert defined_rules("router") == used_rules("router")
+
+
+def test_merge_keeps_no_router_or_watchdog_text_of_its_own() -> None:
+    source = (Path(__file__).parent.parent / "logphase" / "pipeline" / "merge.py").read_text()
+    for phrase in ("sglang_router", "smg::", "Router ready", "Starting router on", r"All \d+ workers", "WorkNCCL", "OpType="):
+        assert phrase not in source, phrase

@@ -16,7 +16,7 @@ MESSAGE_GRAMMARS = [g for g in GRAMMAR_SOURCES if g not in ("envelope", "errors"
 
 
 def test_table_is_valid() -> None:
-    assert validate_table() == []
+    assert validate_table(transitions()) == []
 
 
 def test_every_phase_in_order_and_enterable() -> None:
@@ -41,6 +41,30 @@ def test_validation_catches_broken_tables() -> None:
     assert any("ready" in p for p in validate_table(broken))
     broken = dict(transitions(), bogus=Transition(None, Role.EVIDENCE))
     assert any("without a phase" in p for p in validate_table(broken))
+
+
+def test_validation_names_every_broken_rule_in_order() -> None:
+    table = {
+        "only_launch": Transition(Phase.LAUNCH, Role.BEGIN),
+        "close_names_phase": Transition(Phase.WARMUP, Role.CLOSE),
+        "weak_ready": Transition(Phase.READY, Role.WEAK),
+        "serving_warmup": Transition(Phase.WARMUP, Role.SERVING),
+        "ends_ready": Transition(Phase.READY, Role.END),
+        "weak_main": Transition(Phase.LAUNCH, Role.WEAK, server_level=True),
+    }
+    assert validate_table(table) == [
+        "phase distributed_init cannot be entered: no begin or evidence message",
+        "phase weight_loading cannot be entered: no begin or evidence message",
+        "phase memory_pool cannot be entered: no begin or evidence message",
+        "phase cuda_graph_capture cannot be entered: no begin or evidence message",
+        "phase warmup cannot be entered: no begin or evidence message",
+        "close_names_phase: a CLOSE transition names no phase",
+        "weak_ready: ready is entered only by its own marker or by serving",
+        "serving_warmup: serving lines are evidence of ready",
+        "ends_ready: ready is entered only by its own marker or by serving",
+        "ready is final: nothing may end it",
+        "weak_main: server-level evidence cannot be weak",
+    ]
 
 
 @pytest.mark.parametrize("grammar", MESSAGE_GRAMMARS)

@@ -5,11 +5,14 @@ configuration and memory."""
 from __future__ import annotations
 
 import itertools
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from logphase.pipeline.causes import ECHO_PREFERENCE
 from logphase.pipeline.diagnosis import Severity, minimum_mem_fraction, named_rank
+from logphase.pipeline.events import ProgressBar
+from logphase.pipeline.facts import SCHEDULER_KEYS
 from logphase.pipeline.hints import hint
 from logphase.pipeline.machine import KEEP_RUNS, PhaseMachine
 from logphase.pipeline.phases import PHASE_ORDER, Phase
@@ -31,7 +34,15 @@ from logphase.pipeline.report import (
     resolve_rank,
     values_match,
 )
-from logphase.pipeline.runs import Incident, Run, duration_between, seconds_between
+from logphase.pipeline.runs import Incident, Run, Span, duration_between, seconds_between
+
+# What the report's sentences say of the server: its name, the command that launches it, the
+# settings that leave CUDA graph capture more memory. One place, so that a second server's pack
+# (logphase/servers/, being built beside this) can supply its own: the lead wires these to the pack
+# (its display name ...). The warning kinds keep their names (no_sglang_output): they are the JSON contract.
+SERVER_DISPLAY_NAME = "SGLang"
+SERVER_LAUNCH_COMMAND = "python -m sglang.launch_server"
+CAPTURE_MEMORY_SETTINGS = ("--mem-fraction-static", "--cuda-graph-max-bs")
 
 
 def build_report(
@@ -48,26 +59,16 @@ def build_report(
 
     ``input_complete`` is False while more input may come (follow): a setting the log has not
     shown yet is then only unverified once the run is past the point where it would have shown it."""
-    if run_index is not None and not 1 <= run_index <= len(machine.runs):
-        raise ValueError(f"run {run_index} does not exist: the log holds {len(machine.runs)} run(s)")
-    run = machine.runs[run_index - 1] if run_index is not None else machine.run
-    if run.retired:
-        raise ValueError(
-            f"run {run_index} is one of the early runs of a file with {len(machine.runs)}: only the last "
-            f"{KEEP_RUNS} are kept whole (it spans lines {run.start_line}-{run.last_line}: cut them out to read it)"
-        )
+    run = _chosen_run(machine, run_index)
     failure, failure_phase = _failure(run)
     ready = run.ready_line is not None
     outcome: Outcome = "failed" if failure else ("ready" if ready else "starting")
-    phase = failure_phase if failure else run.furthest_phase()
-    if phase is None and (run.tracks or run.incidents or run.seen_sglang):
-        # lines of the server, none of which names a phase: it was launched, no more is known
-        phase = Phase.LAUNCH
+    phase = failure_phase if failure else _phase_reached(run)
     ranks = sorted((r for r in run.tracks if r is not None), key=rank_sort_key)
-    # startup ends at ready, even if the server failed later while serving
     failed_at = failure_ts(run) if failure else None
-    end_ts = run.ready_ts if ready else (failed_at if failure else run.last_ts)
+    end_ts = _startup_end(run, failure is not None, failed_at)
     is_last = run is machine.run
+    saw_ready = _saw_ready(run)
     warnings = _warnings(machine, run, expect or {}, truncated_line if is_last else None, input_complete or not is_last)
     warnings.extend(_input_warnings(lines, since))
     phases = _phases(run, failure, failed_at)
@@ -79,8 +80,8 @@ def build_report(
         unaccounted=_unaccounted(phases, None if ready else end_ts, run, failure),
         total_startup_s=None if run.partial else _total(run, end_ts, phases, outcome),
         ranks=ranks,
-        ready_at=run.ready_ts if _saw_ready(run) else None,
-        ready_line=run.ready_line if _saw_ready(run) else None,
+        ready_at=run.ready_ts if saw_ready else None,
+        ready_line=run.ready_line if saw_ready else None,
         runs=len(machine.runs),
         run=run.index,
         run_start_line=run.start_line,
@@ -89,18 +90,53 @@ def build_report(
         failure=failure,
         warnings=warnings,
         config=_config(run),
-        memory=MemoryReport(
-            weights_gb=run.weights_gb,
-            kv_cache_gb=run.kv_cache_gb,
-            kv_cache_tokens=run.kv_tokens,
-            mamba_cache_gb=run.mamba_cache_gb,
-            cuda_graph_gb=run.cuda_graph_gb,
-            min_avail_during_capture_gb=run.capture_avail_gb[0] if run.capture_avail_gb else None,
-            min_avail_line=run.capture_avail_gb[2] if run.capture_avail_gb else None,
-            avail_gb={k: dict(v) for k, v in sorted(run.memory.items(), key=lambda kv: rank_sort_key(kv[0]))},
-            avail_lines={k: dict(v) for k, v in sorted(run.memory_lines.items(), key=lambda kv: rank_sort_key(kv[0]))},
-        ),
+        memory=_memory(run),
         lines=lines,
+    )
+
+
+def _chosen_run(machine: PhaseMachine, run_index: int | None) -> Run:
+    """The last run, or run ``run_index`` (1-based) when the machine still holds it whole."""
+    if run_index is not None and not 1 <= run_index <= len(machine.runs):
+        raise ValueError(f"run {run_index} does not exist: the log holds {len(machine.runs)} run(s)")
+    run = machine.runs[run_index - 1] if run_index is not None else machine.run
+    if run.retired:
+        raise ValueError(
+            f"run {run_index} is one of the early runs of a file with {len(machine.runs)}: only the last "
+            f"{KEEP_RUNS} are kept whole (it spans lines {run.start_line}-{run.last_line}: cut them out to read it)"
+        )
+    return run
+
+
+def _phase_reached(run: Run) -> Phase | None:
+    """The furthest phase of a run that has not failed."""
+    phase = run.furthest_phase()
+    if phase is None and (run.tracks or run.incidents or run.seen_sglang):
+        # lines of the server, none of which names a phase: it was launched, no more is known
+        return Phase.LAUNCH
+    return phase
+
+
+def _startup_end(run: Run, failed: bool, failed_at: str | None) -> str | None:
+    """When start-up ended: at ready, even if the server failed later while serving; else at the
+    failure; else it is still going, as of the last time printed."""
+    if run.ready_line is not None:
+        return run.ready_ts
+    return failed_at if failed else run.last_ts
+
+
+def _memory(run: Run) -> MemoryReport:
+    capture = run.capture_avail_gb
+    return MemoryReport(
+        weights_gb=run.weights_gb,
+        kv_cache_gb=run.kv_cache_gb,
+        kv_cache_tokens=run.kv_tokens,
+        mamba_cache_gb=run.mamba_cache_gb,
+        cuda_graph_gb=run.cuda_graph_gb,
+        min_avail_during_capture_gb=capture[0] if capture else None,
+        min_avail_line=capture[2] if capture else None,
+        avail_gb={k: dict(v) for k, v in sorted(run.memory.items(), key=lambda kv: rank_sort_key(kv[0]))},
+        avail_lines={k: dict(v) for k, v in sorted(run.memory_lines.items(), key=lambda kv: rank_sort_key(kv[0]))},
     )
 
 
@@ -154,6 +190,31 @@ def _failure(run: Run) -> tuple[FailureReport | None, Phase | None]:
     root = _root(run)
     if root is None:
         return None, None
+    phase = _failure_phase(run, root)
+    consequences = [
+        Consequence(line=i.event.line, message=i.assessment.message[:300], ts=i.event.ts, rank=i.event.rank)
+        for i in run.incidents.consequences(root)
+    ]
+    report = FailureReport(
+        cause=root.assessment.cause,
+        phase=phase,
+        rank=_failure_rank(run, root, phase),
+        line=root.assessment.line or root.event.line,
+        ts=root.event.ts,
+        message=root.assessment.message[:2000],
+        hint=root.assessment.hint or hint(root.assessment.cause, phase, run.server_args or {}, _hint_facts(run, root)),
+        consequences=consequences,
+        consequences_total=len(run.incidents) - 1,
+        severity=_SEVERITY_WORD.get(root.assessment.severity, "echo"),
+        while_serving=phase is Phase.READY,
+        after_ready_s=_after_ready(run, root.event.ts) if phase is Phase.READY else None,
+    )
+    return report, phase
+
+
+def _failure_phase(run: Run, root: Incident) -> Phase:
+    """The phase the root failed in: the one its diagnosis names, else the one its rank (or the
+    run) had reached, never before the phase its frames show it past."""
     # nothing says where: where the log starts (a window: the phase its first evidence names, as its
     # partial_log warning says); before any phase marker of a whole log, the server was launching
     started_in = run.first_entry[0] if run.first_entry is not None else Phase.LAUNCH
@@ -163,33 +224,24 @@ def _failure(run: Run) -> tuple[FailureReport | None, Phase | None]:
         seen = floor
     phase = root.assessment.phase or seen or started_in
     if run.ready_line is not None and root.event.line > run.ready_line:
-        phase = phase if phase is Phase.READY else Phase.READY
-    elif phase is Phase.READY and run.ready_line is None and run.furthest_phase() is Phase.WARMUP:
-        phase = Phase.WARMUP  # the event loop's first batch is the warmup request's
-    config = run.server_args or {}
+        return Phase.READY
+    if phase is Phase.READY and run.ready_line is None and run.furthest_phase() is Phase.WARMUP:
+        return Phase.WARMUP  # the event loop's first batch is the warmup request's
+    return phase
+
+
+def _hint_facts(run: Run, root: Incident) -> dict[str, Any]:
+    """What the run knows that a hint's advice depends on."""
     facts: dict[str, Any] = {"max_capture_bs": run.max_capture_bs, "native_crash": root.event.kind == "fatal_signal"}
     minimum = minimum_mem_fraction(root.assessment.message)
     if minimum:
         facts["min_mem_fraction_static"] = minimum
-    consequences = [
-        Consequence(line=i.event.line, message=i.assessment.message[:300], ts=i.event.ts, rank=i.event.rank)
-        for i in run.incidents.consequences(root)
-    ]
-    report = FailureReport(
-        cause=root.assessment.cause,
-        phase=phase,
-        rank=_named(root.event.rank, run) or _named(named_rank(root.assessment.message), run) or _silent_rank(run, root, phase),
-        line=root.assessment.line or root.event.line,
-        ts=root.event.ts,
-        message=root.assessment.message[:2000],
-        hint=root.assessment.hint or hint(root.assessment.cause, phase, config, facts),
-        consequences=consequences,
-        consequences_total=len(run.incidents) - 1,
-        severity=_SEVERITY_WORD.get(root.assessment.severity, "echo"),
-        while_serving=phase is Phase.READY,
-        after_ready_s=_after_ready(run, root.event.ts) if phase is Phase.READY else None,
-    )
-    return report, phase
+    return facts
+
+
+def _failure_rank(run: Run, root: Incident, phase: Phase) -> str | None:
+    """The root's rank: its line's, else the one its message names, else the silent one."""
+    return _named(root.event.rank, run) or _named(named_rank(root.assessment.message), run) or _silent_rank(run, root, phase)
 
 
 def _saw_ready(run: Run) -> bool:
@@ -235,92 +287,120 @@ def _named(rank: str | None, run: Run) -> str | None:
     return resolve_rank(rank, (r for r in run.tracks if r is not None)) or rank
 
 
+@dataclass
+class _PhaseSpans:
+    """One phase as the run's tracks saw it, gathered track by track (``add``)."""
+
+    last_ts: str | None  # the run's last time: a rank's open span lasts until it
+    starts: list[tuple[str, int]] = field(default_factory=list)
+    first_lines: list[int] = field(default_factory=list)
+    ends: list[tuple[str, int | None]] = field(default_factory=list)
+    end_lines: list[int] = field(default_factory=list)
+    open_any: bool = False  # some rank has not left it
+    ranks: dict[str, RankSpan] = field(default_factory=dict)
+
+    def add(self, rank: str | None, span: Span, ranked: bool) -> None:
+        """One track's span of the phase; ``ranked``: some rank has a span of it too."""
+        self.first_lines.append(span.start_line)
+        if span.start is not None:
+            self.starts.append((span.start, span.start_line))
+        if rank is None and ranked:
+            # rank-less lines (progress bars, Gloo) can open a phase; the ranks say when it ended
+            return
+        if span.end is not None:
+            self.ends.append((span.end, span.end_line))
+        if span.end_line is not None:
+            self.end_lines.append(span.end_line)
+        elif span.end is None:
+            self.open_any = True
+        if rank is not None:
+            self.ranks[rank] = RankSpan(
+                start=span.start,
+                end=span.end,
+                duration_s=duration_between(span.start, span.end if span.end_line is not None else self.last_ts),
+                first_line=span.start_line,
+                last_line=span.end_line,
+            )
+
+    def edges(self, failure: FailureReport | None, failed_at: str | None) -> tuple[str | None, str | None, int | None]:
+        """Start, end and last line: a phase some rank has not left is open, or ended by the failure."""
+        start = min(self.starts)[0] if self.starts else None
+        if self.open_any and failure is not None:
+            return start, failed_at, failure.line
+        if self.open_any:
+            return start, None, None
+        return start, max(self.ends)[0] if self.ends else None, max(self.end_lines) if self.end_lines else None
+
+
 def _phases(run: Run, failure: FailureReport | None, failed_at: str | None) -> list[PhaseReport]:
     out: list[PhaseReport] = []
-    last_ts = run.last_ts
     for phase in PHASE_ORDER:
-        ranks: dict[str, RankSpan] = {}
-        starts: list[tuple[str, int]] = []
-        first_lines: list[int] = []
-        ends: list[tuple[str, int | None]] = []
-        end_lines: list[int] = []
-        open_any = False
-        ranked = any(rank is not None and phase in track.spans for rank, track in run.tracks.items())
-        for rank, track in run.tracks.items():
-            span = track.spans.get(phase)
-            if span is None:
-                continue
-            first_lines.append(span.start_line)
-            if span.start is not None:
-                starts.append((span.start, span.start_line))
-            if rank is None and ranked:
-                # rank-less lines (progress bars, Gloo) can open a phase; the ranks say when it ended
-                continue
-            if span.end is not None:
-                ends.append((span.end, span.end_line))
-            if span.end_line is not None:
-                end_lines.append(span.end_line)
-            elif span.end is None:
-                open_any = True
-            if rank is not None:
-                ranks[rank] = RankSpan(
-                    start=span.start,
-                    end=span.end,
-                    duration_s=duration_between(span.start, span.end if span.end_line is not None else last_ts),
-                    first_line=span.start_line,
-                    last_line=span.end_line,
-                )
-        if not first_lines:
-            continue
-        if phase is Phase.LAUNCH:
-            first_lines.append(run.start_line)
-            if run.first_ts is not None:
-                starts.append((run.first_ts, run.start_line))
-        start = min(starts)[0] if starts else None
-        end = None if open_any and failure is None else (max(ends)[0] if ends else None)
-        last_line = None if open_any and failure is None else (max(end_lines) if end_lines else None)
-        if failure is not None and open_any:
-            end, last_line = failed_at, failure.line
-        if phase is Phase.LAUNCH:
-            # the main process prints little after launching: launch ends where any rank starts work
-            later = [
-                (s.start, s.start_line)
-                for t in run.tracks.values()
-                for p, s in t.spans.items()
-                if p is not Phase.LAUNCH and s.start
-            ]
-            if later and (end is None or min(later)[0] < end):
-                end, last_line = min(later)
-        duration = duration_between(start, end if end is not None else last_ts)
-        bar = run.bars.get(phase)
-        progress = None
-        if bar is not None:
-            progress = ProgressReport(
-                desc=bar.desc,
-                percent=bar.percent,
-                done=bar.done,
-                total=bar.total,
-                elapsed_s=bar.elapsed_s,
-                remaining_s=bar.remaining_s,
-                line=bar.line,
-            )
-            if end is None and bar.elapsed_s is not None and (duration is None or bar.elapsed_s > duration):
-                # a silent phase: its bar has been counting while no line carried a time
-                duration = bar.elapsed_s
-        out.append(
-            PhaseReport(
-                name=phase,
-                start=start,
-                end=end,
-                duration_s=duration,
-                first_line=min(first_lines),
-                last_line=last_line,
-                lower_bound=any(phase in t.spans and t.spans[phase].lower_bound for t in run.tracks.values()),
-                progress=progress,
-                ranks=dict(sorted(ranks.items(), key=lambda kv: rank_sort_key(kv[0]))),
-            )
-        )
+        spans = _gather(run, phase)
+        if spans.first_lines:
+            out.append(_phase_report(run, phase, spans, failure, failed_at))
     return out
+
+
+def _gather(run: Run, phase: Phase) -> _PhaseSpans:
+    spans = _PhaseSpans(last_ts=run.last_ts)
+    ranked = any(rank is not None and phase in track.spans for rank, track in run.tracks.items())
+    for rank, track in run.tracks.items():
+        span = track.spans.get(phase)
+        if span is not None:
+            spans.add(rank, span, ranked)
+    if spans.first_lines and phase is Phase.LAUNCH:
+        # launch begins with the run
+        spans.first_lines.append(run.start_line)
+        if run.first_ts is not None:
+            spans.starts.append((run.first_ts, run.start_line))
+    return spans
+
+
+def _phase_report(
+    run: Run, phase: Phase, spans: _PhaseSpans, failure: FailureReport | None, failed_at: str | None
+) -> PhaseReport:
+    start, end, last_line = spans.edges(failure, failed_at)
+    if phase is Phase.LAUNCH:
+        # the main process prints little after launching: launch ends where any rank starts work
+        work = _first_work(run)
+        if work is not None and (end is None or work[0] < end):
+            end, last_line = work
+    duration = duration_between(start, end if end is not None else run.last_ts)
+    bar = run.bars.get(phase)
+    if bar is not None and end is None and bar.elapsed_s is not None and (duration is None or bar.elapsed_s > duration):
+        # a silent phase: its bar has been counting while no line carried a time
+        duration = bar.elapsed_s
+    return PhaseReport(
+        name=phase,
+        start=start,
+        end=end,
+        duration_s=duration,
+        first_line=min(spans.first_lines),
+        last_line=last_line,
+        lower_bound=any(phase in t.spans and t.spans[phase].lower_bound for t in run.tracks.values()),
+        progress=_progress(bar) if bar is not None else None,
+        ranks=dict(sorted(spans.ranks.items(), key=lambda kv: rank_sort_key(kv[0]))),
+    )
+
+
+def _first_work(run: Run) -> tuple[str, int] | None:
+    """When and where the first phase after launch began, on any track."""
+    later = [
+        (s.start, s.start_line) for t in run.tracks.values() for p, s in t.spans.items() if p is not Phase.LAUNCH and s.start
+    ]
+    return min(later) if later else None
+
+
+def _progress(bar: ProgressBar) -> ProgressReport:
+    return ProgressReport(
+        desc=bar.desc,
+        percent=bar.percent,
+        done=bar.done,
+        total=bar.total,
+        elapsed_s=bar.elapsed_s,
+        remaining_s=bar.remaining_s,
+        line=bar.line,
+    )
 
 
 def _unaccounted(
@@ -385,18 +465,41 @@ def _config(run: Run) -> dict[str, Any]:
 def _warnings(
     machine: PhaseMachine, run: Run, expect: dict[str, str], truncated_line: int | None, input_complete: bool
 ) -> list[WarningReport]:
-    out: list[WarningReport] = []
-    if len(machine.runs) > 1:
+    out = _multiple_runs(machine, run)
+    out.extend(_expectations(run, expect, input_complete))
+    out.extend(_overrides(run))
+    out.extend(_memory_pressure(run))
+    out.extend(_stderr_missing(run))
+    out.extend(_partial_log(run))
+    out.extend(WarningReport(kind=kind, message=message, line=line) for kind, message, line in run.notices)
+    if truncated_line is not None:
         out.append(
             WarningReport(
-                kind="multiple_runs",
-                message=f"this file holds {len(machine.runs)} runs; "
-                f"the report describes {'the last one' if run is machine.run else f'run {run.index}'}, "
-                f"from line {run.start_line}",
-                line=run.start_line,
+                kind="truncated_input",
+                message="the log ends in the middle of a line (still being written, or cut); that line was not read as an event",
+                line=truncated_line,
             )
         )
-    out.extend(_expectations(run, expect, input_complete))
+    return out
+
+
+def _multiple_runs(machine: PhaseMachine, run: Run) -> list[WarningReport]:
+    if len(machine.runs) <= 1:
+        return []
+    return [
+        WarningReport(
+            kind="multiple_runs",
+            message=f"this file holds {len(machine.runs)} runs; "
+            f"the report describes {'the last one' if run is machine.run else f'run {run.index}'}, "
+            f"from line {run.start_line}",
+            line=run.start_line,
+        )
+    ]
+
+
+def _overrides(run: Run) -> list[WarningReport]:
+    """The settings the server changed on its own, each once."""
+    out: list[WarningReport] = []
     seen: set[tuple[str, str]] = set()
     for o in run.overrides:
         if (o.setting, o.message) in seen or " is set" in o.message:
@@ -411,56 +514,57 @@ def _warnings(
         out.append(
             WarningReport(
                 kind="ignored_parameter",
-                message=f"SGLang changed {o.setting}{values}: {o.message}",
+                message=f"{SERVER_DISPLAY_NAME} changed {o.setting}{values}: {o.message}",
                 line=o.line,
                 setting=o.setting,
                 expected=o.requested,
                 found=o.actual,
             )
         )
-    if run.capture_avail_gb is not None and run.capture_avail_gb[0] < LOW_CAPTURE_MEMORY_GB:
-        avail, rank, line = run.capture_avail_gb
-        who = f" on {rank}" if rank else ""
-        out.append(
-            WarningReport(
-                kind="memory_pressure",
-                message=f"CUDA graph capture ran with only {avail:.2f} GB free{who} (below {LOW_CAPTURE_MEMORY_GB:.1f} GB): "
-                "capture or the first large batches may run out of memory; consider a lower "
-                "--mem-fraction-static or --cuda-graph-max-bs",
-                line=line,
-                found=f"{avail:.2f}",
-            )
-        )
-    if "stdout" in run.streams and "stderr" not in run.streams and not run.seen_sglang:
-        out.append(
-            WarningReport(
-                kind="stderr_missing",
-                message="this log holds what the server wrote to stdout (Gloo, NCCL, access lines) but none of SGLang's "
-                "own lines, which go to stderr: start the server with its stderr in the log too "
-                "(python -m sglang.launch_server ... > server.log 2>&1)",
-            )
-        )
-    if run.partial and run.first_entry is not None:
-        phase, line = run.first_entry
-        out.append(
-            WarningReport(
-                kind="partial_log",
-                message=f"the log starts mid-run at line {line}, in {phase.value}: its launch is not in the log, so the "
-                "first phase's duration is a lower bound and the total start-up time is unknown",
-                line=line,
-            )
-        )
-    for kind, message, line in run.notices:
-        out.append(WarningReport(kind=kind, message=message, line=line))
-    if truncated_line is not None:
-        out.append(
-            WarningReport(
-                kind="truncated_input",
-                message="the log ends in the middle of a line (still being written, or cut); that line was not read as an event",
-                line=truncated_line,
-            )
-        )
     return out
+
+
+def _memory_pressure(run: Run) -> list[WarningReport]:
+    if run.capture_avail_gb is None or run.capture_avail_gb[0] >= LOW_CAPTURE_MEMORY_GB:
+        return []
+    avail, rank, line = run.capture_avail_gb
+    who = f" on {rank}" if rank else ""
+    return [
+        WarningReport(
+            kind="memory_pressure",
+            message=f"CUDA graph capture ran with only {avail:.2f} GB free{who} (below {LOW_CAPTURE_MEMORY_GB:.1f} GB): "
+            f"capture or the first large batches may run out of memory; consider a lower {' or '.join(CAPTURE_MEMORY_SETTINGS)}",
+            line=line,
+            found=f"{avail:.2f}",
+        )
+    ]
+
+
+def _stderr_missing(run: Run) -> list[WarningReport]:
+    if "stdout" not in run.streams or "stderr" in run.streams or run.seen_sglang:
+        return []
+    return [
+        WarningReport(
+            kind="stderr_missing",
+            message="this log holds what the server wrote to stdout (Gloo, NCCL, access lines) but none of "
+            f"{SERVER_DISPLAY_NAME}'s own lines, which go to stderr: start the server with its stderr in the log too "
+            f"({SERVER_LAUNCH_COMMAND} ... > server.log 2>&1)",
+        )
+    ]
+
+
+def _partial_log(run: Run) -> list[WarningReport]:
+    if not run.partial or run.first_entry is None:
+        return []
+    phase, line = run.first_entry
+    return [
+        WarningReport(
+            kind="partial_log",
+            message=f"the log starts mid-run at line {line}, in {phase.value}: its launch is not in the log, so the "
+            "first phase's duration is a lower bound and the total start-up time is unknown",
+            line=line,
+        )
+    ]
 
 
 def _input_warnings(lines: LinesReport, since: str | None) -> list[WarningReport]:
@@ -479,24 +583,11 @@ def _input_warnings(lines: LinesReport, since: str | None) -> list[WarningReport
         return [
             WarningReport(
                 kind="no_sglang_output",
-                message=f"no SGLang output recognised in {content} line{'s' if content != 1 else ''}: "
+                message=f"no {SERVER_DISPLAY_NAME} output recognised in {content} line{'s' if content != 1 else ''}: "
                 "is this a server log? (parse --unrecognized shows the lines)",
             )
         ]
     return []
-
-
-# settings SGLang prints after server_args: known only once the scheduler is ready
-_SCHEDULER_KEYS = frozenset(
-    {
-        "max_total_num_tokens",
-        "chunked_prefill_size",
-        "max_prefill_tokens",
-        "max_running_requests",
-        "context_len",
-        "available_gpu_mem_gb",
-    }
-)
 
 
 def _expectations(run: Run, expect: dict[str, str], input_complete: bool) -> list[WarningReport]:
@@ -511,7 +602,8 @@ def _expectations(run: Run, expect: dict[str, str], input_complete: bool) -> lis
             if not settled and run.server_args is None:
                 settled = run.has_progress()
             elif not settled:
-                settled = key not in _SCHEDULER_KEYS
+                # settings the server prints after server_args: known only once the scheduler is ready
+                settled = key not in SCHEDULER_KEYS
             if settled:
                 out.append(
                     WarningReport(

@@ -14,6 +14,7 @@ its error beats an echo) and by time only among equals, so no skew turns an echo
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
@@ -23,6 +24,7 @@ from pydantic import BaseModel, Field
 
 from logphase.pipeline.build_report import gaps_between
 from logphase.pipeline.causes import Cause
+from logphase.pipeline.grammars import terminal_pattern
 from logphase.pipeline.phases import PHASE_ORDER, Phase
 from logphase.pipeline.report import (
     SCHEMA_VERSION,
@@ -45,18 +47,26 @@ _COMMON_EVENTS: tuple[tuple[Phase, Literal["start", "end"]], ...] = (
     (Phase.DISTRIBUTED_INIT, "end"),  # the rendezvous completes when the last node has joined
     (Phase.WEIGHT_LOADING, "start"),  # what every rank does right after it
 )
-# PyTorch's NCCL watchdog: the collective (its group's sequence number and kind) and how long it ran,
-# so when it began; the ranks that wait in one collective began it together
-_WATCHDOG_WORK = re.compile(r"(?:PG ID (\d+).*?)?WorkNCCL\(SeqNum=(\d+), OpType=(\w+).*?\) ran for (\d+) milliseconds")
 _SEVERITY_ORDER = {"root": 0, "unstated": 1, "echo": 3}
 # a node that timed out waiting for its peers (a collective, a rendezvous) states only that it
 # waited: across nodes it is the echo of the node that stopped (its crash, even unstated, comes first)
 _WAITED_ON_PEERS = frozenset({Cause.DISTRIBUTED_TIMEOUT})
 _WAITED_ORDER = 2
-# the SGLang router (Rust; the model gateway's 'smg' in later versions) and its Python launcher
-_ROUTER_LINE = re.compile(rb"(?:sglang_router\w*|smg)::\S+|SGLang Router starting|Starting router on")
-_ROUTER_READY = re.compile(rb"Router ready|All \d+ workers are healthy|workers? (?:are|is) healthy")
-_ROUTER_ERROR = re.compile(rb"^(?:\S+ \S+\s+ERROR |Error: ).*$", re.MULTILINE)
+
+
+# The vocabularies merge reads text with are grammar terminals (compiled on first use: reading a
+# single log never needs them). PyTorch's NCCL watchdog says which collective it timed out on (its
+# group, sequence number and kind) and how long it ran, so when it began: the ranks that wait in one
+# collective began it together (groups 1-4 of grammars/shared/torch.lark's WATCHDOG_WORK).
+@functools.cache
+def _watchdog_work() -> re.Pattern[str]:
+    return re.compile(terminal_pattern("torch", "WATCHDOG_WORK"))
+
+
+@functools.cache
+def _router_pattern(terminal: str) -> re.Pattern[bytes]:
+    """A terminal of the router's grammar (grammars/sglang/router.lark), for its log's bytes."""
+    return re.compile(terminal_pattern("router", terminal).encode())
 
 
 class NodeClock(BaseModel):
@@ -130,7 +140,7 @@ def _server_key(report: Report, role: Role, index: int) -> tuple[object, ...] | 
 
 def is_router_log(head: bytes) -> bool:
     """Whether a log's first bytes are the SGLang router's (it prints no server_args)."""
-    return _ROUTER_LINE.search(head) is not None
+    return _router_pattern("ROUTER_LINE").search(head) is not None
 
 
 def router_report(report: Report, text: bytes) -> Report:
@@ -138,7 +148,7 @@ def router_report(report: Report, text: bytes) -> Report:
     is ready), failed at an ERROR line or 'Error: ...' exit, else starting."""
     # a router's lines are not SGLang server lines: that is what it is, not a warning
     report = report.model_copy(update={"warnings": [w for w in report.warnings if w.kind != "no_sglang_output"]})
-    error = _ROUTER_ERROR.search(text)
+    error = _router_pattern("ROUTER_ERROR").search(text)
     if error is not None:
         line = text.count(b"\n", 0, error.start()) + 1
         message = error.group(0).decode("utf-8", "replace").strip()
@@ -152,7 +162,7 @@ def router_report(report: Report, text: bytes) -> Report:
             "(their URLs and bootstrap ports), so check that each worker is up and reachable from the router.",
         )
         return report.model_copy(update={"outcome": "failed", "phase": Phase.LAUNCH, "failure": failure})
-    if _ROUTER_READY.search(text):
+    if _router_pattern("ROUTER_READY").search(text):
         return report.model_copy(update={"outcome": "ready", "phase": Phase.READY})
     return report.model_copy(update={"outcome": "starting", "phase": Phase.LAUNCH})
 
@@ -207,34 +217,55 @@ def _server(role: Role, members: list[Report]) -> ServerView:
     taken: set[str] = set()
     names = [_node_name(r, taken) for r in members]
     if len(members) == 1:
-        report = members[0]
-        return ServerView(
-            role=role,
-            nodes=names,
-            sources=[report.source],
-            clocks=[NodeClock(node=names[0], source=report.source, skew_s=0.0)],
-            rank_nodes=dict.fromkeys(report.ranks, names[0]),
-            report=report,
-        )
+        return _single_node(role, members[0], names[0])
     clocks = [_clock(members[0], r, n) for r, n in zip(members, names, strict=True)]
     shifts = [c.skew_s or 0.0 for c in clocks]
-    collide = len({rank for r in members for rank in r.ranks}) < sum(len(r.ranks) for r in members)
-    qualified = [{rank: f"{n} {rank}" if collide else rank for rank in r.ranks} for r, n in zip(members, names, strict=True)]
+    qualified = _qualified_ranks(members, names)
     rank_nodes = {q: n for names_of, n in zip(qualified, names, strict=True) for q in names_of.values()}
+    combined = _combined(members, names, shifts, qualified, rank_nodes)
+    return ServerView(
+        role=role,
+        nodes=names,
+        sources=[r.source for r in members],
+        clocks=clocks,
+        rank_nodes=rank_nodes,
+        lagging=_lagging(combined, rank_nodes, members, names, shifts),
+        report=combined,
+    )
+
+
+def _single_node(role: Role, report: Report, name: str) -> ServerView:
+    """A server of one log: its report as it is."""
+    return ServerView(
+        role=role,
+        nodes=[name],
+        sources=[report.source],
+        clocks=[NodeClock(node=name, source=report.source, skew_s=0.0)],
+        rank_nodes=dict.fromkeys(report.ranks, name),
+        report=report,
+    )
+
+
+def _qualified_ranks(members: list[Report], names: list[str]) -> list[dict[str, str]]:
+    """Each node's ranks as the combined report names them: with the node's name when two nodes
+    print the same rank tags (each node counts its ranks from 0), else as printed."""
+    collide = len({rank for r in members for rank in r.ranks}) < sum(len(r.ranks) for r in members)
+    return [{rank: f"{n} {rank}" if collide else rank for rank in r.ranks} for r, n in zip(members, names, strict=True)]
+
+
+def _combined(
+    members: list[Report], names: list[str], shifts: list[float], qualified: list[dict[str, str]], rank_nodes: dict[str, str]
+) -> Report:
+    """The nodes' reports as one, on the first node's clock."""
     phases = _phases(members, shifts, qualified)
     failure = _failure(members, shifts, qualified)
     leader = members[0]
-    if failure is not None:
-        outcome: Outcome = "failed"
-    elif leader.outcome == "ready":
-        outcome = "ready"
-    else:
-        outcome = "starting"
+    outcome: Outcome = "failed" if failure is not None else "ready" if leader.outcome == "ready" else "starting"
     phase = failure.phase if failure is not None else max((p.name for p in phases), key=lambda p: p.order, default=None)
     end = _end_time(members, shifts, outcome, failure)
     starts = [p.start for p in phases if p.start is not None]
     partial = any(r.total_startup_s is None and r.outcome != "starting" for r in members)
-    combined = Report(
+    return Report(
         source=" + ".join(r.source for r in members),
         outcome=outcome,
         phase=phase,
@@ -254,15 +285,6 @@ def _server(role: Role, members: list[Report]) -> ServerView:
         config_line=leader.config_line,
         memory=_memory(members, qualified),
         lines=_lines(members),
-    )
-    return ServerView(
-        role=role,
-        nodes=names,
-        sources=[r.source for r in members],
-        clocks=clocks,
-        rank_nodes=rank_nodes,
-        lagging=_lagging(combined, rank_nodes, members, names, shifts),
-        report=combined,
     )
 
 
@@ -297,7 +319,7 @@ def _timed_out_collectives(report: Report) -> dict[tuple[int, int, str], str]:
         return {}
     out: dict[tuple[int, int, str], str] = {}
     for message, ts in [(failure.message, failure.ts), *((c.message, c.ts) for c in failure.consequences)]:
-        m = _WATCHDOG_WORK.search(message)
+        m = _watchdog_work().search(message)
         if m is None or ts is None:
             continue
         began = datetime.fromisoformat(ts) - timedelta(milliseconds=int(m.group(4)))
@@ -314,49 +336,66 @@ def shift(ts: str | None, seconds: float) -> str | None:
     return moved.isoformat(timespec="microseconds" if moved.microsecond else "seconds")
 
 
+# one node's report of a phase: (its report, its clock's skew, its ranks' names in the combined report, the phase)
+_NodePhase = tuple[Report, float, dict[str, str], PhaseReport]
+
+
 def _phases(members: list[Report], shifts: list[float], qualified: list[dict[str, str]]) -> list[PhaseReport]:
     out: list[PhaseReport] = []
     for phase in PHASE_ORDER:
         # ready is the server's moment: the first node's (the others only finish their schedulers)
         nodes = list(zip(members, shifts, qualified, strict=True))[: 1 if phase is Phase.READY else None]
-        seen = [(r, s, q, p) for r, s, q in nodes for p in r.phases if p.name is phase]
-        if not seen:
-            continue
-        starts = [t for _, s, _, p in seen if (t := shift(p.start, s)) is not None]
-        ends = [shift(p.end, s) for _, s, _, p in seen]
-        closed = all(e is not None for e in ends)
-        start = min(starts) if starts else None
-        end = max(e for e in ends if e is not None) if closed and ends else None
-        # an open phase lasts until the latest time any node has printed in it
-        open_until = max((t for _, s, _, p in seen if (t := _open_end(p, s)) is not None), default=None)
-        ranks = {
-            q[rank]: RankSpan(
-                start=shift(span.start, s),
-                end=shift(span.end, s),
-                duration_s=span.duration_s,
-                first_line=span.first_line,
-                last_line=span.last_line,
-            )
-            for _, s, q, p in seen
-            for rank, span in p.ranks.items()
-            if rank in q
-        }
-        first_node = min(seen, key=lambda item: shift(item[3].start, item[1]) or "~")
-        last_node = max(seen, key=lambda item: shift(item[3].end, item[1]) or "")
-        out.append(
-            PhaseReport(
-                name=phase,
-                start=start,
-                end=end,
-                duration_s=duration_between(start, end if end is not None else open_until),
-                first_line=first_node[3].first_line,
-                last_line=last_node[3].last_line if end is not None else None,
-                lower_bound=any(p.lower_bound for *_, p in seen),
-                progress=next((p.progress for *_, p in reversed(seen) if p.progress is not None), None),
-                ranks=dict(sorted(ranks.items(), key=lambda kv: rank_sort_key(kv[0]))),
-            )
-        )
+        seen: list[_NodePhase] = [(r, s, q, p) for r, s, q in nodes for p in r.phases if p.name is phase]
+        if seen:
+            out.append(_phase_across_nodes(phase, seen))
     return out
+
+
+def _phase_across_nodes(phase: Phase, seen: list[_NodePhase]) -> PhaseReport:
+    """One phase on the common clock: from the first node in it to the last one out; open while any is in it."""
+    start, end = _edges_across_nodes(seen)
+    # an open phase lasts until the latest time any node has printed in it
+    open_until = max((t for _, s, _, p in seen if (t := _open_end(p, s)) is not None), default=None)
+    first_node = min(seen, key=lambda item: shift(item[3].start, item[1]) or "~")
+    last_node = max(seen, key=lambda item: shift(item[3].end, item[1]) or "")
+    return PhaseReport(
+        name=phase,
+        start=start,
+        end=end,
+        duration_s=duration_between(start, end if end is not None else open_until),
+        first_line=first_node[3].first_line,
+        last_line=last_node[3].last_line if end is not None else None,
+        lower_bound=any(p.lower_bound for *_, p in seen),
+        progress=next((p.progress for *_, p in reversed(seen) if p.progress is not None), None),
+        ranks=_rank_spans(seen),
+    )
+
+
+def _edges_across_nodes(seen: list[_NodePhase]) -> tuple[str | None, str | None]:
+    """The first node's start and, once every node has left it, the last node's end."""
+    starts = [t for _, s, _, p in seen if (t := shift(p.start, s)) is not None]
+    ends = [shift(p.end, s) for _, s, _, p in seen]
+    closed = all(e is not None for e in ends)
+    start = min(starts) if starts else None
+    end = max(e for e in ends if e is not None) if closed and ends else None
+    return start, end
+
+
+def _rank_spans(seen: list[_NodePhase]) -> dict[str, RankSpan]:
+    """Every node's ranks in the phase, by their combined names, on the common clock."""
+    ranks = {
+        q[rank]: RankSpan(
+            start=shift(span.start, s),
+            end=shift(span.end, s),
+            duration_s=span.duration_s,
+            first_line=span.first_line,
+            last_line=span.last_line,
+        )
+        for _, s, q, p in seen
+        for rank, span in p.ranks.items()
+        if rank in q
+    }
+    return dict(sorted(ranks.items(), key=lambda kv: rank_sort_key(kv[0])))
 
 
 def _open_end(p: PhaseReport, skew: float) -> str | None:

@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 
 class Phase(str, Enum):
-    """A startup phase, in the order SGLang goes through them (``PHASE_ORDER``)."""
+    """A startup phase, in the order a server goes through them (``PHASE_ORDER``)."""
 
     LAUNCH = "launch"
     DISTRIBUTED_INIT = "distributed_init"
@@ -59,30 +59,42 @@ class Transition(NamedTuple):
 # the grammars; ``validate_table`` checks its transitions.
 
 
-def validate_table(table: dict[str, Transition] | None = None) -> list[str]:
-    """Problems with a table of transitions (by default the message table's); empty when sound."""
-    if table is None:
-        from logphase.pipeline.messages import transitions
-
-        table = transitions()
-    problems: list[str] = []
-    entered = {t.phase for t in table.values() if t.role in (Role.BEGIN, Role.EVIDENCE, Role.WEAK, Role.END)}
-    for phase in PHASE_ORDER:
-        if phase not in entered:
-            problems.append(f"phase {phase.value} cannot be entered: no begin or evidence message")
+def validate_table(table: dict[str, Transition]) -> list[str]:
+    """Problems with a table of transitions (the message table's: ``messages.transitions()``); empty
+    when sound. The table is passed in: the messages import this module, never the other way round."""
+    problems = _unentered_phases(table)
     for kind, t in table.items():
-        if t.role is Role.CLOSE and t.phase is not None:
-            problems.append(f"{kind}: a CLOSE transition names no phase")
-        if t.role is not Role.CLOSE and t.phase is None:
-            problems.append(f"{kind}: {t.role.value} transition without a phase")
-        if t.phase is Phase.READY and t.role not in (Role.BEGIN, Role.SERVING, Role.SERVING_OR_WARMUP):
-            problems.append(f"{kind}: ready is entered only by its own marker or by serving")
-        if t.role in (Role.SERVING, Role.SERVING_OR_WARMUP) and t.phase is not Phase.READY:
-            problems.append(f"{kind}: serving lines are evidence of ready")
-    ends = {t.phase for t in table.values() if t.role is Role.END}
-    if Phase.READY in ends:
+        problems.extend(f"{kind}: {problem}" for problem in _row_problems(t))
+    if Phase.READY in {t.phase for t in table.values() if t.role is Role.END}:
         problems.append("ready is final: nothing may end it")
-    for kind, t in table.items():
-        if t.server_level and t.role is Role.WEAK:
-            problems.append(f"{kind}: server-level evidence cannot be weak")
+    problems.extend(
+        f"{kind}: server-level evidence cannot be weak" for kind, t in table.items() if t.server_level and t.role is Role.WEAK
+    )
+    return problems
+
+
+# the roles that take a rank into the phase they name
+_ENTERING = (Role.BEGIN, Role.EVIDENCE, Role.WEAK, Role.END)
+# the only roles that may name ready: its own marker, and the lines of a server that serves
+_READY_ROLES = (Role.BEGIN, Role.SERVING, Role.SERVING_OR_WARMUP)
+
+
+def _unentered_phases(table: dict[str, Transition]) -> list[str]:
+    entered = {t.phase for t in table.values() if t.role in _ENTERING}
+    return [
+        f"phase {phase.value} cannot be entered: no begin or evidence message" for phase in PHASE_ORDER if phase not in entered
+    ]
+
+
+def _row_problems(t: Transition) -> list[str]:
+    """What is wrong with one transition on its own: the phase its role needs (or forbids)."""
+    problems: list[str] = []
+    if t.role is Role.CLOSE and t.phase is not None:
+        problems.append("a CLOSE transition names no phase")
+    if t.role is not Role.CLOSE and t.phase is None:
+        problems.append(f"{t.role.value} transition without a phase")
+    if t.phase is Phase.READY and t.role not in _READY_ROLES:
+        problems.append("ready is entered only by its own marker or by serving")
+    if t.role in (Role.SERVING, Role.SERVING_OR_WARMUP) and t.phase is not Phase.READY:
+        problems.append("serving lines are evidence of ready")
     return problems
