@@ -7,12 +7,13 @@ import statistics
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from logphase.faces.timeline.style import LANE_H, MAX_RANK_ROWS, MAX_ROWS, ROW_H, compress_ranks, parse_ts
 from logphase.faces.wording import fmt_duration
 from logphase.pipeline.phases import Phase
-from logphase.pipeline.report import PhaseReport, Report, UnaccountedReport, rank_sort_key, resolve_rank
+from logphase.pipeline.report import FailureReport, PhaseReport, Report, UnaccountedReport, rank_sort_key, resolve_rank
 
 # -- the model of the picture ----------------------------------------------------------------------
 
@@ -72,52 +73,107 @@ def seconds_since(t0: datetime | None, ts: str | None) -> float | None:
     return (when - t0).total_seconds()
 
 
+# seconds since launch of a timestamp of the report (None when it has none, or the run has no launch time)
+Seconds = Callable[[str | None], float | None]
+
+
 def build_timeline(report: Report, nodes: Mapping[str, str] | None = None) -> Timeline:
     """``nodes`` (rank -> node, from a merged report) draws a row group per node: the node's row,
     then its ranks."""
+    t0 = _first_stamp(report)
+    ordinal = t0 is None
+    sec: Seconds = partial(seconds_since, t0)
+    notes: list[str] = []
+    tf = None if ordinal else _failure_time(report, sec)
+    rows = [_server_row(report, sec, tf), *_rank_rows(report, nodes, sec, tf, notes)]
+    _lay_out(rows, ordinal, notes)
+    end = _drawn_end(rows, tf)
+    failure_mark, echoes, end = _failure_marks(report, rows, sec, tf, end)
+    if ordinal:
+        end = max(float(len(report.phases)), 1.0)
+    memory, unplaced = _memory_points(report, sec, ordinal)
+    return Timeline(
+        report=report,
+        t0=t0,
+        span=max(end, 1.0),
+        ordinal=ordinal,
+        rows=rows,
+        notes=notes,
+        failure=failure_mark,
+        echoes=echoes,
+        ready_x=_ready_x(report, rows[0]),
+        memory=memory,
+        memory_unplaced=unplaced,
+        gaps=[] if ordinal else _gaps(report, sec),
+    )
+
+
+def _first_stamp(report: Report) -> datetime | None:
+    """The launch of the picture: the earliest time of any phase, on the server row or a rank's."""
     stamps: list[datetime] = []
     for p in report.phases:
         for ts in (p.start, p.end, *(t for s in p.ranks.values() for t in (s.start, s.end))):
             when = parse_ts(ts)
             if when is not None:
                 stamps.append(when)
-    t0 = min(stamps) if stamps else None
-    ordinal = t0 is None
-    notes: list[str] = []
+    return min(stamps) if stamps else None
+
+
+def _failure_time(report: Report, sec: Seconds) -> float | None:
+    """When the failure struck: its own line's time, else where the report ends startup, else the
+    end of its phase, else the end of the last bar."""
     failure = report.failure
+    if failure is None:
+        return None
+    for estimate in (_failure_line_time, _launch_plus_startup, _failing_phase_end):
+        when = estimate(report, failure, sec)
+        if when is not None:
+            return when
+    return max((_bar_end(p, sec) or 0.0 for p in report.phases), default=0.0)
 
-    def sec(ts: str | None) -> float | None:
-        return seconds_since(t0, ts)
 
-    # when the failure struck: its own line's time, else where the report ends startup
-    tf: float | None = None
-    if failure is not None and not ordinal:
-        tf = sec(failure.ts)
-        if tf is None and report.total_startup_s is not None:
-            launch = next((p for p in report.phases if p.name is Phase.LAUNCH and p.start), None)
-            if launch is not None:
-                tf = (sec(launch.start) or 0.0) + report.total_startup_s
-        if tf is None:
-            failing = next((p for p in report.phases if p.name == failure.phase), None)
-            if failing is not None:
-                tf = sec(failing.end) if failing.end else None
-        if tf is None:
-            tf = max((_bar_end(p, sec) or 0.0 for p in report.phases), default=0.0)
+def _failure_line_time(report: Report, failure: FailureReport, sec: Seconds) -> float | None:
+    return sec(failure.ts)
 
+
+def _launch_plus_startup(report: Report, failure: FailureReport, sec: Seconds) -> float | None:
+    if report.total_startup_s is None:
+        return None
+    launch = next((p for p in report.phases if p.name is Phase.LAUNCH and p.start), None)
+    return None if launch is None else (sec(launch.start) or 0.0) + report.total_startup_s
+
+
+def _failing_phase_end(report: Report, failure: FailureReport, sec: Seconds) -> float | None:
+    failing = next((p for p in report.phases if p.name == failure.phase), None)
+    return sec(failing.end) if failing is not None and failing.end else None
+
+
+def _server_row(report: Report, sec: Seconds, tf: float | None) -> Row:
     server = Row(label="server", kind="server", title="the server as a whole: each phase from its first to its last rank")
+    failure = report.failure
     for i, p in enumerate(report.phases):
         struck = failure is not None and failure.phase == p.name
         server.bars.append(_bar(report, p, p.start, p.end, p.duration_s, sec, tf, i, struck))
+    return server
+
+
+def _rank_rows(report: Report, nodes: Mapping[str, str] | None, sec: Seconds, tf: float | None, notes: list[str]) -> list[Row]:
+    """The rows under the server's: its ranks (grouped or summarised when many), under a row per
+    node when the ranks are on several."""
     rank_rows = [_rank_row(report, r, sec, tf) for r in report.ranks]
-    rows = [server]
     node_names = list(dict.fromkeys(nodes[r] for r in report.ranks if r in nodes)) if nodes else []
-    if len(node_names) > 1 and nodes is not None:
-        for node in node_names:
-            members = [row for row in rank_rows if nodes.get(row.ranks[0]) == node]
-            rows.append(_node_row(node, members))
-            rows.extend(_collapse(report, members, notes))
-    else:
-        rows.extend(_collapse(report, rank_rows, notes))
+    if len(node_names) <= 1 or nodes is None:
+        return _collapse(report, rank_rows, notes)
+    rows: list[Row] = []
+    for node in node_names:
+        members = [row for row in rank_rows if nodes.get(row.ranks[0]) == node]
+        rows.append(_node_row(node, members))
+        rows.extend(_collapse(report, members, notes))
+    return rows
+
+
+def _lay_out(rows: list[Row], ordinal: bool, notes: list[str]) -> None:
+    """Bars without timestamps placed between their neighbours, overlapping bars in lanes."""
     if ordinal:
         notes.append("this run has no timestamps: phases are shown in order, not to scale")
     else:
@@ -127,43 +183,49 @@ def build_timeline(report: Report, nodes: Mapping[str, str] | None = None) -> Ti
     if rows[0].lanes > 1:
         notes.append("the ranks are out of step: on the server row, phases that overlap in time are drawn one under the other")
 
-    end = 0.0
-    for row in rows:
-        for b in row.bars:
-            end = max(end, b.x1 or 0.0, b.x0 or 0.0)
-    if tf is not None:
-        end = max(end, tf)
-    echoes: list[Mark] = []
-    failure_mark: Mark | None = None
-    if failure is not None:
-        row_i = _row_of(rows, failure.rank)
-        failure_mark = Mark(
-            x=tf if tf is not None else end,
-            row=row_i,
-            title=f"{failure.cause.value} on {failure.rank or 'the server'}, line {failure.line}: {failure.message[:300]}",
-        )
-        for c in failure.consequences:
-            rank = c.rank
-            x = sec(c.ts) if not ordinal else None
-            x = failure_mark.x if x is None else x
-            end = max(end, x)
-            echoes.append(Mark(x=x, row=_row_of(rows, rank), title=f"consequence, line {c.line}: {c.message[:200]}"))
-    ready = next((p for p in report.phases if p.name is Phase.READY), None)
-    ready_x = None
-    if ready is not None:
-        ready_x = next((b.x0 for b in server.bars if b.phase is Phase.READY), None)
-    if ordinal:
-        end = max(float(len(report.phases)), 1.0)
-    span = max(end, 1.0)
 
-    memory, unplaced = _memory_points(report, sec, ordinal)
+def _drawn_end(rows: list[Row], tf: float | None) -> float:
+    """The latest time drawn: the end of the last bar, or the failure when later."""
+    end = max([0.0, *(max(b.x1 or 0.0, b.x0 or 0.0) for row in rows for b in row.bars)])
+    return end if tf is None else max(end, tf)
+
+
+def _failure_marks(
+    report: Report, rows: list[Row], sec: Seconds, tf: float | None, end: float
+) -> tuple[Mark | None, list[Mark], float]:
+    """The failure's marker (at ``tf``, else at ``end``) and its consequences' (at their own time,
+    else at the failure's); and the end of the drawing, pushed out to the latest of them."""
+    failure = report.failure
+    if failure is None:
+        return None, [], end
+    failure_mark = Mark(
+        x=tf if tf is not None else end,
+        row=_row_of(rows, failure.rank),
+        title=f"{failure.cause.value} on {failure.rank or 'the server'}, line {failure.line}: {failure.message[:300]}",
+    )
+    echoes: list[Mark] = []
+    for c in failure.consequences:
+        x = sec(c.ts)
+        x = failure_mark.x if x is None else x
+        end = max(end, x)
+        echoes.append(Mark(x=x, row=_row_of(rows, c.rank), title=f"consequence, line {c.line}: {c.message[:200]}"))
+    return failure_mark, echoes, end
+
+
+def _ready_x(report: Report, server: Row) -> float | None:
+    if not any(p.name is Phase.READY for p in report.phases):
+        return None
+    return next((b.x0 for b in server.bars if b.phase is Phase.READY), None)
+
+
+def _gaps(report: Report, sec: Seconds) -> list[tuple[float, float, UnaccountedReport]]:
+    """Time between phases that no phase accounts for, where both its ends have a time."""
     gaps = []
-    if not ordinal:
-        for gap in report.unaccounted:
-            x0, x1 = sec(gap.start), sec(gap.end)
-            if x0 is not None and x1 is not None:
-                gaps.append((x0, x1, gap))
-    return Timeline(report, t0, span, ordinal, rows, notes, failure_mark, echoes, ready_x, memory, unplaced, gaps)
+    for gap in report.unaccounted:
+        x0, x1 = sec(gap.start), sec(gap.end)
+        if x0 is not None and x1 is not None:
+            gaps.append((x0, x1, gap))
+    return gaps
 
 
 def _bar_end(p: PhaseReport, sec: Callable[[str | None], float | None]) -> float | None:
