@@ -236,56 +236,72 @@ def _bar_end(p: PhaseReport, sec: Callable[[str | None], float | None]) -> float
     return end
 
 
+# what a bar's tooltip adds after its duration, by the bar's kind
+_KIND_WORDS = {
+    "closed": "",
+    "open": " (still running at the end of the log)",
+    "cut": " (never finished: the failure stopped it)",
+    "failed": " (the failure struck here)",
+    "unknown": " (no timestamp for its start)",
+}
+
+
 def _bar(
     report: Report,
     p: PhaseReport,
     start: str | None,
     end: str | None,
     duration: float | None,
-    sec: Any,
+    sec: Seconds,
     tf: float | None,
     index: int,
     failing: bool,
 ) -> Bar:
     name = p.name
     if sec(start) is None and not any(parse_ts(x) for x in (start, end)):
-        if report.phases and all(parse_ts(q.start) is None for q in report.phases):
-            # the whole run lacks timestamps: phase order instead of time
-            return Bar(name, index + 0.04, index + 0.96, None, "unknown", f"{name.value}: no timestamps")
-        return Bar(name, None, None, duration, "unknown", f"{name.value}: no timestamps")
-    x0 = sec(start)
-    x1 = sec(end)
-    kind = "closed"
-    if x0 is None:  # an end without a start
-        x0 = x1 - duration if x1 is not None and duration is not None else x1
-        kind = "unknown"
-    elif x1 is None:
-        x1 = x0 + (duration or 0.0)
-        if report.outcome == "failed":
-            # never closed: the failure stopped it (on the failing rank, exactly at the failure)
-            kind = "cut"
-            if tf is not None and tf >= x0:
-                x1 = tf if failing else min(x1, tf)
-        else:
-            kind = "open"
-    was_cut = kind == "cut"
+        return _untimed_bar(report, name, duration, index)
+    x0, x1, kind = _extent(report, sec(start), sec(end), duration, tf, failing)
+    dur = _drawn_duration(x0, x1, duration, kind)
     if failing and kind != "unknown":
         kind = "failed"
-    dur = duration if duration is not None else (x1 - x0 if x0 is not None and x1 is not None else None)
-    if was_cut and x0 is not None and x1 is not None:
-        dur = x1 - x0
-    state = {
-        "closed": "",
-        "open": " (still running at the end of the log)",
-        "cut": " (never finished: the failure stopped it)",
-        "failed": " (the failure struck here)",
-        "unknown": " (no timestamp for its start)",
-    }[kind]
     when = f", from {start.replace('T', ' ')}" if start else ""
-    return Bar(name, x0, x1, dur, kind, f"{name.value}: {fmt_duration(dur)}{when}{state}")
+    return Bar(name, x0, x1, dur, kind, f"{name.value}: {fmt_duration(dur)}{when}{_KIND_WORDS[kind]}")
 
 
-def _rank_row(report: Report, rank: str, sec: Any, tf: float | None) -> Row:
+def _untimed_bar(report: Report, name: Phase, duration: float | None, index: int) -> Bar:
+    """A phase with neither start nor end time: in phase order when the whole run lacks them, else
+    unplaced (placed later between its neighbours)."""
+    if report.phases and all(parse_ts(q.start) is None for q in report.phases):
+        return Bar(name, index + 0.04, index + 0.96, None, "unknown", f"{name.value}: no timestamps")
+    return Bar(name, None, None, duration, "unknown", f"{name.value}: no timestamps")
+
+
+def _extent(
+    report: Report, x0: float | None, x1: float | None, duration: float | None, tf: float | None, failing: bool
+) -> tuple[float | None, float | None, str]:
+    """Where a bar starts and ends and its kind (closed, unknown, open or cut), from the times it has."""
+    if x0 is None:  # an end without a start
+        return (x1 - duration if x1 is not None and duration is not None else x1), x1, "unknown"
+    if x1 is not None:
+        return x0, x1, "closed"
+    x1 = x0 + (duration or 0.0)
+    if report.outcome != "failed":
+        return x0, x1, "open"
+    # never closed: the failure stopped it (on the failing rank, exactly at the failure)
+    if tf is not None and tf >= x0:
+        x1 = tf if failing else min(x1, tf)
+    return x0, x1, "cut"
+
+
+def _drawn_duration(x0: float | None, x1: float | None, duration: float | None, kind: str) -> float | None:
+    """The report's duration; a cut bar's is as drawn (to the failure); measured when the report has none."""
+    measured = x1 - x0 if x0 is not None and x1 is not None else None
+    if kind == "cut" and measured is not None:
+        return measured
+    return duration if duration is not None else measured
+
+
+def _rank_row(report: Report, rank: str, sec: Seconds, tf: float | None) -> Row:
     row = Row(label=rank, kind="rank", ranks=[rank], title=rank)
     failure = report.failure
     for i, p in enumerate(report.phases):
