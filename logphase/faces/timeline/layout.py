@@ -347,60 +347,87 @@ def _row_of(rows: list[Row], rank: str | None) -> int:
 
 
 def _collapse(report: Report, rank_rows: list[Row], notes: list[str]) -> list[Row]:
+    """Many ranks: one row per group of ranks whose phases are identical; still too many rows: the
+    earliest, median and latest rank per phase, and the failing rank's own row."""
     n = len(rank_rows)
     if n <= MAX_RANK_ROWS:
         return rank_rows
     failing = resolve_rank(report.failure.rank, report.ranks) if report.failure else None
+    groups = _identical_timelines(rank_rows, failing)
+    if len(groups) <= MAX_ROWS - 1:
+        notes.append(
+            f"{n} ranks in {len(groups)} distinct timelines: each row is a group of ranks whose phases are identical "
+            "(the count is in brackets)"
+        )
+        return _group_rows(groups)
+    notes.append(
+        f"{n} ranks in {len(groups)} distinct timelines: the rank rows show, per phase, the earliest, median and "
+        "latest start and end across ranks" + (f"; the failing rank {failing} has its own row" if failing else "")
+    )
+    rows = [_summary_row(report, rank_rows, label, pick) for label, pick in _SUMMARY_PICKS]
+    return rows + [r for r in rank_rows if failing is not None and r.ranks[0] == failing]
+
+
+def _identical_timelines(rank_rows: list[Row], failing: str | None) -> list[list[Row]]:
+    """The rank rows grouped by their bars (the failing rank apart from ranks like it)."""
     groups: dict[tuple[Any, ...], list[Row]] = {}
     for row in rank_rows:
         key: tuple[Any, ...] = tuple((b.phase, b.x0, b.x1, b.kind) for b in row.bars)
         if row.ranks[0] == failing:
             key = ("failing", *key)
         groups.setdefault(key, []).append(row)
-    if len(groups) <= MAX_ROWS - 1:
-        out: list[Row] = []
-        for members in groups.values():
-            ranks = [m.ranks[0] for m in members]
-            label = compress_ranks(ranks, 24)
-            if len(ranks) > 1:
-                label += f" ({len(ranks)})"
-            out.append(Row(label=label, kind="group", ranks=ranks, bars=members[0].bars, title=", ".join(ranks)))
-        out.sort(key=lambda r: rank_sort_key(r.ranks[0]))
-        notes.append(
-            f"{n} ranks in {len(groups)} distinct timelines: each row is a group of ranks whose phases are identical "
-            "(the count is in brackets)"
-        )
-        return out
-    # too many distinct timelines: earliest / median / latest per phase, plus the failing rank
-    rows: list[Row] = []
-    for label, pick in (("earliest rank", min), ("median rank", statistics.median_low), ("latest rank", max)):
-        row = Row(label=label, kind="summary", ranks=[], title=f"{label} of {n}: per phase, the {label.split()[0]} start and end")
-        for phase in [p.name for p in report.phases]:
-            spans = [b for r in rank_rows for b in r.bars if b.phase is phase and b.x0 is not None and b.x1 is not None]
-            if not spans:
-                continue
-            starts = [b.x0 for b in spans if b.x0 is not None]
-            ends = [b.x1 for b in spans if b.x1 is not None]
-            x0, x1 = pick(starts), pick(ends)
-            durations = sorted(e - s for s, e in zip(starts, ends, strict=True))
-            timed = {id(b) for b in spans}
-            slowest = max((r for r in rank_rows for b in r.bars if id(b) in timed), key=lambda r: _dur(r, phase))
-            title = (
-                f"{phase.value} over {len(spans)} ranks: duration min {fmt_duration(durations[0])}, "
-                f"median {fmt_duration(statistics.median_low(durations))}, max {fmt_duration(durations[-1])} "
-                f"({slowest.ranks[0]})"
-            )
-            kinds = {b.kind for b in spans}
-            kind = "open" if "open" in kinds and pick is max else "closed"
-            row.bars.append(Bar(phase, x0, max(x0, x1), max(x1 - x0, 0.0), kind, title))
-        rows.append(row)
-    if failing is not None:
-        rows.extend(r for r in rank_rows if r.ranks[0] == failing)
-    notes.append(
-        f"{n} ranks in {len(groups)} distinct timelines: the rank rows show, per phase, the earliest, median and "
-        "latest start and end across ranks" + (f"; the failing rank {failing} has its own row" if failing else "")
+    return list(groups.values())
+
+
+def _group_rows(groups: list[list[Row]]) -> list[Row]:
+    out: list[Row] = []
+    for members in groups:
+        ranks = [m.ranks[0] for m in members]
+        label = compress_ranks(ranks, 24)
+        if len(ranks) > 1:
+            label += f" ({len(ranks)})"
+        out.append(Row(label=label, kind="group", ranks=ranks, bars=members[0].bars, title=", ".join(ranks)))
+    out.sort(key=lambda r: rank_sort_key(r.ranks[0]))
+    return out
+
+
+# the summary rows of too many distinct timelines: which start and end each takes per phase
+_SUMMARY_PICKS: tuple[tuple[str, Callable[[list[float]], float]], ...] = (
+    ("earliest rank", min),
+    ("median rank", statistics.median_low),
+    ("latest rank", max),
+)
+
+
+def _summary_row(report: Report, rank_rows: list[Row], label: str, pick: Callable[[list[float]], float]) -> Row:
+    n = len(rank_rows)
+    row = Row(label=label, kind="summary", ranks=[], title=f"{label} of {n}: per phase, the {label.split()[0]} start and end")
+    for phase in [p.name for p in report.phases]:
+        bar = _summary_bar(rank_rows, phase, pick)
+        if bar is not None:
+            row.bars.append(bar)
+    return row
+
+
+def _summary_bar(rank_rows: list[Row], phase: Phase, pick: Callable[[list[float]], float]) -> Bar | None:
+    """The phase's bar picked from every rank's timed bar of it; its tooltip gives the spread of durations."""
+    spans = [b for r in rank_rows for b in r.bars if b.phase is phase and b.x0 is not None and b.x1 is not None]
+    if not spans:
+        return None
+    starts = [b.x0 for b in spans if b.x0 is not None]
+    ends = [b.x1 for b in spans if b.x1 is not None]
+    x0, x1 = pick(starts), pick(ends)
+    durations = sorted(e - s for s, e in zip(starts, ends, strict=True))
+    timed = {id(b) for b in spans}
+    slowest = max((r for r in rank_rows for b in r.bars if id(b) in timed), key=lambda r: _dur(r, phase))
+    title = (
+        f"{phase.value} over {len(spans)} ranks: duration min {fmt_duration(durations[0])}, "
+        f"median {fmt_duration(statistics.median_low(durations))}, max {fmt_duration(durations[-1])} "
+        f"({slowest.ranks[0]})"
     )
-    return rows
+    kinds = {b.kind for b in spans}
+    kind = "open" if "open" in kinds and pick is max else "closed"
+    return Bar(phase, x0, max(x0, x1), max(x1 - x0, 0.0), kind, title)
 
 
 def _assign_lanes(row: Row) -> None:
