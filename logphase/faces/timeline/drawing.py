@@ -319,6 +319,20 @@ def _nice_max(value: float) -> float:
     return float(math.ceil(value / 100) * 100)
 
 
+@dataclass
+class _MemoryPlot:
+    """The memory chart's vertical scale: ``height`` px from ``vmax`` GB at ``y0`` down to 0 GB; and
+    whether it draws the capture threshold."""
+
+    y0: float
+    height: float
+    vmax: float
+    captured: bool
+
+    def y(self, gb: float) -> float:
+        return self.y0 + self.height - gb / self.vmax * self.height
+
+
 def _draw_memory(tl: Timeline, y: float, X: Any) -> tuple[str, float]:
     svg = Svg()
     top = y
@@ -328,72 +342,101 @@ def _draw_memory(tl: Timeline, y: float, X: Any) -> tuple[str, float]:
         svg.text(PLOT_X, y + 12, "no free-memory readings in this run of the log", 11, fill="#666")
         svg.add("</g>")
         return str(svg), 26
-    h = 96.0
-    y0 = y + 8
-    values = [gb for pts in tl.memory.values() for _, gb, _ in pts]
-    # the threshold is about CUDA graph capture: drawn only for a run that reached it
-    captured = any(p.name is Phase.CUDA_GRAPH_CAPTURE for p in tl.report.phases)
-    vmax = _nice_max(max(max(values), LOW_CAPTURE_MEMORY_GB * 1.6 if captured else 0.0))
-
-    def Y(gb: float) -> float:
-        return y0 + h - gb / vmax * h
-
+    plot = _memory_plot(tl, y + 8)
     svg.text(12, y + 29, "per rank at phase", 10.5, "start", fill="#555")
     svg.text(12, y + 43, "boundaries, GB", 10.5, "start", fill="#555")
-    for tick in (0.0, vmax / 2, vmax):
-        svg.line(PLOT_X, Y(tick), PLOT_X + PLOT_W, Y(tick), stroke="#e3e5e8")
-        svg.text(PLOT_X - 6, Y(tick) + 4, f"{tick:g}", 10, "end", fill="#555")
+    for tick in (0.0, plot.vmax / 2, plot.vmax):
+        svg.line(PLOT_X, plot.y(tick), PLOT_X + PLOT_W, plot.y(tick), stroke="#e3e5e8")
+        svg.text(PLOT_X - 6, plot.y(tick) + 4, f"{tick:g}", 10, "end", fill="#555")
     placed: list[tuple[float, float, float, float]] = []  # label boxes already drawn
-    if captured:
-        ty = Y(LOW_CAPTURE_MEMORY_GB)
-        threshold = f"memory pressure: below {LOW_CAPTURE_MEMORY_GB:g} GB free at CUDA graph capture"
-        svg.rect(PLOT_X, ty, PLOT_W, y0 + h - ty, fill="#d01c1c", fill_opacity="0.06")
-        svg.line(PLOT_X, ty, PLOT_X + PLOT_W, ty, stroke=FAILURE_COLOR, stroke_width="1.2", stroke_dasharray="6 4")
-        svg.text(PLOT_X + 4, ty - 4, threshold, 10.5, "start", fill=FAILURE_COLOR, class_="lp-threshold")
-        placed.append((PLOT_X, ty - 16, PLOT_X + 8 + text_width(threshold, 10.5), ty))
+    if plot.captured:
+        placed.append(_draw_threshold(svg, plot))
     if tl.failure is not None:
         fx = X(tl.failure.x)
-        svg.line(fx, y0 - 4, fx, y0 + h, stroke=FAILURE_COLOR, stroke_width="1.2", stroke_dasharray="4 3")
-    # one thin step line per rank; the rank with the lowest reading drawn bold and labelled
-    lowest = min(tl.memory, key=lambda r: (min(gb for _, gb, _ in tl.memory[r]), rank_sort_key(r)))
-    opacity = 0.8 if len(tl.memory) <= 4 else max(0.15, 2.0 / len(tl.memory))
-    for rank, pts in tl.memory.items():
-        if rank == lowest:
-            continue
-        svg.add(_step_path(pts, X, Y, "#7a8aa0", 1.2, opacity, f"free GPU memory on {rank}"))
-    pts = tl.memory[lowest]
-    svg.add(_step_path(pts, X, Y, "#1f3b63", 2.2, 1.0, f"free GPU memory on {lowest} (lowest)"))
-    # value labels: the lowest reading first, then the first and last, then the rest where they fit
-    order = sorted(range(len(pts)), key=lambda i: (pts[i][1] != min(gb for _, gb, _ in pts), i not in (0, len(pts) - 1), i))
-    for i in order:
-        x, gb, boundary = pts[i]
-        px, py = X(x), Y(gb)
-        color = FAILURE_COLOR if captured and gb < LOW_CAPTURE_MEMORY_GB else "#1f3b63"
-        svg.add(
-            f'<circle cx="{num(px)}" cy="{num(py)}" r="3" fill="{color}" class="lp-mem-point">'
-            f"<title>{esc(lowest)} {esc(boundary)}: {gb:.2f} GB free</title></circle>"
-        )
-        label = f"{gb:.1f}"
-        w = text_width(label, 10.5)
-        for lx, ly in ((px + 4, py - 5), (px + 4, py + 14), (px - 4 - w, py - 5), (px - 4 - w, py + 14)):
-            box = (lx - 1, ly - 10, lx + w + 1, ly + 2)
-            if box[2] > PLOT_X + PLOT_W + RIGHT_PAD - 2 or box[1] < y0 - 4 or box[3] > y0 + h + 14:
-                continue
-            if any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3] for b in placed):
-                continue
-            placed.append(box)
-            svg.text(lx, ly, label, 10.5, "start", fill=color, font_weight="bold")
-            break
+        svg.line(fx, plot.y0 - 4, fx, plot.y0 + plot.height, stroke=FAILURE_COLOR, stroke_width="1.2", stroke_dasharray="4 3")
+    lowest = _draw_memory_lines(svg, tl, plot, X)
+    _draw_memory_values(svg, tl.memory[lowest], lowest, plot, X, placed)
     if len(tl.memory) > 1:
         svg.text(12, y + 62, f"bold: {lowest} (lowest)", 10.5, "start", fill="#444")
         svg.text(12, y + 76, f"thin: {len(tl.memory) - 1} other rank(s)", 10.5, "start", fill="#444")
-    y = y0 + h + 6
+    y = plot.y0 + plot.height + 6
     if tl.memory_unplaced:
         text = "no time for: " + ", ".join(tl.memory_unplaced[:6]) + (" …" if len(tl.memory_unplaced) > 6 else "")
         svg.text(PLOT_X, y + 10, text, 10.5, fill="#a15c00")
         y += 14
     svg.add("</g>")
     return str(svg), y - top + 4
+
+
+def _memory_plot(tl: Timeline, y0: float) -> _MemoryPlot:
+    values = [gb for pts in tl.memory.values() for _, gb, _ in pts]
+    # the threshold is about CUDA graph capture: drawn only for a run that reached it
+    captured = any(p.name is Phase.CUDA_GRAPH_CAPTURE for p in tl.report.phases)
+    vmax = _nice_max(max(max(values), LOW_CAPTURE_MEMORY_GB * 1.6 if captured else 0.0))
+    return _MemoryPlot(y0, 96.0, vmax, captured)
+
+
+def _draw_threshold(svg: Svg, plot: _MemoryPlot) -> tuple[float, float, float, float]:
+    """The memory-pressure zone under LOW_CAPTURE_MEMORY_GB; returns its label's box."""
+    ty = plot.y(LOW_CAPTURE_MEMORY_GB)
+    threshold = f"memory pressure: below {LOW_CAPTURE_MEMORY_GB:g} GB free at CUDA graph capture"
+    svg.rect(PLOT_X, ty, PLOT_W, plot.y0 + plot.height - ty, fill="#d01c1c", fill_opacity="0.06")
+    svg.line(PLOT_X, ty, PLOT_X + PLOT_W, ty, stroke=FAILURE_COLOR, stroke_width="1.2", stroke_dasharray="6 4")
+    svg.text(PLOT_X + 4, ty - 4, threshold, 10.5, "start", fill=FAILURE_COLOR, class_="lp-threshold")
+    return (PLOT_X, ty - 16, PLOT_X + 8 + text_width(threshold, 10.5), ty)
+
+
+def _draw_memory_lines(svg: Svg, tl: Timeline, plot: _MemoryPlot, X: Any) -> str:
+    """One thin step line per rank; the rank with the lowest reading drawn bold (and returned)."""
+    lowest = min(tl.memory, key=lambda r: (min(gb for _, gb, _ in tl.memory[r]), rank_sort_key(r)))
+    opacity = 0.8 if len(tl.memory) <= 4 else max(0.15, 2.0 / len(tl.memory))
+    for rank, pts in tl.memory.items():
+        if rank == lowest:
+            continue
+        svg.add(_step_path(pts, X, plot.y, "#7a8aa0", 1.2, opacity, f"free GPU memory on {rank}"))
+    svg.add(_step_path(tl.memory[lowest], X, plot.y, "#1f3b63", 2.2, 1.0, f"free GPU memory on {lowest} (lowest)"))
+    return lowest
+
+
+def _draw_memory_values(
+    svg: Svg,
+    pts: list[tuple[float, float, str]],
+    rank: str,
+    plot: _MemoryPlot,
+    X: Any,
+    placed: list[tuple[float, float, float, float]],
+) -> None:
+    """The lowest rank's readings as points; value labels for the lowest reading first, then the
+    first and last, then the rest where they fit."""
+    order = sorted(range(len(pts)), key=lambda i: (pts[i][1] != min(gb for _, gb, _ in pts), i not in (0, len(pts) - 1), i))
+    for i in order:
+        x, gb, boundary = pts[i]
+        px, py = X(x), plot.y(gb)
+        color = FAILURE_COLOR if plot.captured and gb < LOW_CAPTURE_MEMORY_GB else "#1f3b63"
+        svg.add(
+            f'<circle cx="{num(px)}" cy="{num(py)}" r="3" fill="{color}" class="lp-mem-point">'
+            f"<title>{esc(rank)} {esc(boundary)}: {gb:.2f} GB free</title></circle>"
+        )
+        label = f"{gb:.1f}"
+        spot = _free_spot(px, py, text_width(label, 10.5), plot, placed)
+        if spot is not None:
+            svg.text(spot[0], spot[1], label, 10.5, "start", fill=color, font_weight="bold")
+
+
+def _free_spot(
+    px: float, py: float, w: float, plot: _MemoryPlot, placed: list[tuple[float, float, float, float]]
+) -> tuple[float, float] | None:
+    """Where a label ``w`` px wide goes by the point (px, py): right above, right below, left above or
+    left below, the first that stays in the plot and clear of ``placed`` (its box is added to it)."""
+    for lx, ly in ((px + 4, py - 5), (px + 4, py + 14), (px - 4 - w, py - 5), (px - 4 - w, py + 14)):
+        box = (lx - 1, ly - 10, lx + w + 1, ly + 2)
+        if box[2] > PLOT_X + PLOT_W + RIGHT_PAD - 2 or box[1] < plot.y0 - 4 or box[3] > plot.y0 + plot.height + 14:
+            continue
+        if any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3] for b in placed):
+            continue
+        placed.append(box)
+        return lx, ly
+    return None
 
 
 def _step_path(pts: list[tuple[float, float, str]], X: Any, Y: Any, color: str, width: float, opacity: float, title: str) -> str:
