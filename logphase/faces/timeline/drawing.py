@@ -4,6 +4,7 @@ free-memory step chart under it."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -280,10 +281,7 @@ def _draw_bar(svg: Svg, b: Bar, ry: float, X: Any, scale: float, tl: Timeline, w
         return
     color = PHASE_COLORS[b.phase]
     x0 = X(b.x0)
-    # a phase without timestamps between two others gets a visible stub; one that only has an end
-    # (the log starts inside it) is drawn as it is, not over the phase after it
-    stub = b.kind == "unknown" and (b.x1 - b.x0) * scale < 14 and b.x0 != b.x1 if b.x1 is not None else True
-    x1 = x0 + 14 if stub else X(b.x1)
+    x1 = x0 + 14 if _is_stub(b, scale) else X(b.x1)
     w = max(x1 - x0, 2.0)
     cls = f"lp-bar lp-{b.phase.value} lp-{b.kind}"
     if b.kind == "unknown":
@@ -291,25 +289,57 @@ def _draw_bar(svg: Svg, b: Bar, ry: float, X: Any, scale: float, tl: Timeline, w
                  stroke_dasharray="4 2", rx="2", class_=cls, title=b.title)  # fmt: skip
     else:
         svg.rect(x0, ry, w, BAR_H, fill=color, rx="2", class_=cls, title=b.title)
-        if b.kind == "open":
-            svg.rect(x0 + w * 0.6, ry, w * 0.4, BAR_H, fill="url(#lp-open)")
-            svg.text(x0 + w + 3, ry + BAR_H - 4, "…", 11, fill="#555")
-        elif b.kind == "cut":
-            svg.add(f'<path d="M{num(x0 + w)} {num(ry)} l-3 4 l3 4 l-3 4 l3 4" fill="none" stroke="#fff" stroke-width="1.5"/>')
-        elif b.kind == "failed":
-            svg.rect(x0, ry, w, BAR_H, fill="none", stroke=FAILURE_COLOR, stroke_width="2", rx="2")
+        decorate = _BAR_DECORATIONS.get(b.kind)
+        if decorate is not None:
+            decorate(svg, x0, ry, w)
     # the label: name and duration on the server row, duration on rank rows, if it fits
     text_fill = "#1d1d1d" if b.phase in DARK_TEXT or b.kind == "unknown" else "#ffffff"
-    dur = fmt_duration(b.duration) if b.kind != "unknown" else "no timestamps"
-    if b.kind in ("open", "cut") and b.duration is not None:
-        dur = f"{dur}+" if b.kind == "open" else dur
-    candidates = [f"{b.phase.value} {dur}", dur, b.phase.value] if with_name or tl.ordinal else [dur]
+    fitting = (text for text in _bar_labels(b, with_name or tl.ordinal) if text_width(text) + 8 <= w)
+    text = next(fitting, None)
+    if text is not None:
+        svg.text(x0 + w / 2, ry + BAR_H - 4.2, text, 11, "middle", fill=text_fill, class_="lp-bar-label")
+
+
+def _is_stub(b: Bar, scale: float) -> bool:
+    """A phase without timestamps between two others gets a visible stub; one that only has an end
+    (the log starts inside it) is drawn as it is, not over the phase after it."""
+    if b.x1 is None or b.x0 is None:
+        return True
+    return b.kind == "unknown" and (b.x1 - b.x0) * scale < 14 and b.x0 != b.x1
+
+
+def _open_fade(svg: Svg, x0: float, ry: float, w: float) -> None:
+    """Still running: the bar fades out, an ellipsis after it."""
+    svg.rect(x0 + w * 0.6, ry, w * 0.4, BAR_H, fill="url(#lp-open)")
+    svg.text(x0 + w + 3, ry + BAR_H - 4, "…", 11, fill="#555")
+
+
+def _cut_edge(svg: Svg, x0: float, ry: float, w: float) -> None:
+    """Stopped by the failure: a torn right edge."""
+    svg.add(f'<path d="M{num(x0 + w)} {num(ry)} l-3 4 l3 4 l-3 4 l3 4" fill="none" stroke="#fff" stroke-width="1.5"/>')
+
+
+def _failure_frame(svg: Svg, x0: float, ry: float, w: float) -> None:
+    """Where the failure struck: framed in the failure's colour."""
+    svg.rect(x0, ry, w, BAR_H, fill="none", stroke=FAILURE_COLOR, stroke_width="2", rx="2")
+
+
+# what a bar of each kind draws over its plain rectangle (a closed bar: nothing)
+_BAR_DECORATIONS: dict[str, Callable[[Svg, float, float, float], None]] = {
+    "open": _open_fade,
+    "cut": _cut_edge,
+    "failed": _failure_frame,
+}
+
+
+def _bar_labels(b: Bar, named: bool) -> list[str]:
+    """A bar's possible labels, longest first (the first that fits is written)."""
     if b.kind == "unknown":
-        candidates = [f"{b.phase.value}: no timestamps", f"{b.phase.value} ?", "?"]
-    for text in candidates:
-        if text_width(text) + 8 <= w:
-            svg.text(x0 + w / 2, ry + BAR_H - 4.2, text, 11, "middle", fill=text_fill, class_="lp-bar-label")
-            break
+        return [f"{b.phase.value}: no timestamps", f"{b.phase.value} ?", "?"]
+    dur = fmt_duration(b.duration)
+    if b.kind == "open" and b.duration is not None:
+        dur = f"{dur}+"  # a lower bound
+    return [f"{b.phase.value} {dur}", dur, b.phase.value] if named else [dur]
 
 
 def _nice_max(value: float) -> float:
