@@ -26,7 +26,7 @@ from logphase.faces.timeline.style import (
 )
 from logphase.faces.wording import clip, clock_time, fmt_duration, headline, plural
 from logphase.pipeline.phases import PHASE_ORDER, Phase
-from logphase.pipeline.report import Report
+from logphase.pipeline.report import FailureReport, Report
 
 # -- the text around the chart ---------------------------------------------------------------------
 
@@ -173,8 +173,23 @@ def render_html(report: Report, nodes: Mapping[str, str] | None = None) -> str:
     """The whole page: one self-contained HTML document. ``nodes`` (rank -> node) groups the
     ranks of a merged multi-node report by node."""
     tl = build_timeline(report, nodes)
-    chart, height = draw_chart(tl, 0)
-    out: list[str] = [
+    out = [
+        *_head_html(report),
+        *_failure_html(report),
+        *_warnings_html(report),
+        *_chart_html(report, tl),
+        *_phases_column(report, tl, nodes),
+        *_config_column(report),
+        f"<footer>logphase · lines {esc(line_counts(report.lines))} · times are the log's own (no time zone)</footer>",
+        "</main></body></html>",
+    ]
+    return "\n".join(out) + "\n"
+
+
+def _head_html(report: Report) -> list[str]:
+    """The document's head, the headline and the source, and a line of the model, ranks and run."""
+    meta = [x for x in (_model_text(report), _ranks_text(report), _run_text(report)) if x]
+    return [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
@@ -185,68 +200,101 @@ def render_html(report: Report, nodes: Mapping[str, str] | None = None) -> str:
         f'<span class="status {esc(report.outcome)}" id="outcome">{esc(headline(report))}</span>',
         f"<span>{esc(report.source)}</span>",
         "</div>",
+        '<div class="meta">' + "".join(f"<span>{esc(x)}</span>" for x in meta) + "</div>",
     ]
-    meta = [x for x in (_model_text(report), _ranks_text(report), _run_text(report)) if x]
-    out.append('<div class="meta">' + "".join(f"<span>{esc(x)}</span>" for x in meta) + "</div>")
+
+
+def _failure_html(report: Report) -> list[str]:
+    """The failure's cause, where it struck, its message and hint, and its first consequences."""
     f = report.failure
-    if f is not None:
-        where = f"on {f.rank}" if f.rank else "in the server process"
-        out.append('<section class="failure" id="failure">')
-        out.append(
-            f'<div><span class="cause" id="cause">✖ {esc(f.cause.value)}</span> '
-            f"{esc(where)}, in {esc(f.phase.value if f.phase else 'an unknown phase')}, "
-            f"<b>line {f.line}</b> of the log</div>"
-        )
-        out.append(f"<pre>{esc(f.message)}</pre>")
-        out.append(f'<div class="hint"><b>hint</b> {esc(f.hint)}</div>')
-        if f.consequences:
-            n = f.echo_count()
-            out.append(
-                f'<div class="echoes">○ {n} other line{"s follow" if n > 1 else " follows"} from it: '
-                f"consequence{'s' if n > 1 else ''}, not the cause (hollow markers on the chart):<ul>"
-            )
-            for c in f.consequences[:3]:
-                message = clip(c.message.splitlines()[0] if c.message else "", 150)
-                out.append(f"<li>line {c.line}: {esc(message)}</li>")
-            if n > 3:
-                out.append(f"<li>and {n - 3} more</li>")
-            out.append("</ul></div>")
-        out.append("</section>")
-    if report.warnings:
-        out.append('<section class="warnings" id="warnings">')
-        for w in report.warnings:
-            line = f" (line {w.line})" if w.line else ""
-            out.append(f'<p class="warn"><span class="kind">{esc(w.kind)}</span>{esc(w.message)}{esc(line)}</p>')
-        out.append("</section>")
-    out.append('<section class="chart">')
-    out.append(
+    if f is None:
+        return []
+    where = f"on {f.rank}" if f.rank else "in the server process"
+    out = [
+        '<section class="failure" id="failure">',
+        f'<div><span class="cause" id="cause">✖ {esc(f.cause.value)}</span> '
+        f"{esc(where)}, in {esc(f.phase.value if f.phase else 'an unknown phase')}, "
+        f"<b>line {f.line}</b> of the log</div>",
+        f"<pre>{esc(f.message)}</pre>",
+        f'<div class="hint"><b>hint</b> {esc(f.hint)}</div>',
+    ]
+    if f.consequences:
+        out.extend(_echoes_html(f))
+    out.append("</section>")
+    return out
+
+
+def _echoes_html(f: FailureReport) -> list[str]:
+    n = f.echo_count()
+    out = [
+        f'<div class="echoes">○ {n} other line{"s follow" if n > 1 else " follows"} from it: '
+        f"consequence{'s' if n > 1 else ''}, not the cause (hollow markers on the chart):<ul>"
+    ]
+    for c in f.consequences[:3]:
+        message = clip(c.message.splitlines()[0] if c.message else "", 150)
+        out.append(f"<li>line {c.line}: {esc(message)}</li>")
+    if n > 3:
+        out.append(f"<li>and {n - 3} more</li>")
+    out.append("</ul></div>")
+    return out
+
+
+def _warnings_html(report: Report) -> list[str]:
+    if not report.warnings:
+        return []
+    out = ['<section class="warnings" id="warnings">']
+    for w in report.warnings:
+        line = f" (line {w.line})" if w.line else ""
+        out.append(f'<p class="warn"><span class="kind">{esc(w.kind)}</span>{esc(w.message)}{esc(line)}</p>')
+    out.append("</section>")
+    return out
+
+
+def _chart_html(report: Report, tl: Timeline) -> list[str]:
+    """The drawing inline, its legend and the notes on how it was drawn."""
+    chart, height = draw_chart(tl, 0)
+    out = [
+        '<section class="chart">',
         f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {num(height)}" width="{WIDTH}" '
-        f'height="{num(height)}" role="img" aria-label="startup timeline">{defs()}{chart}</svg>'
-    )
-    out.append('<div class="legend">' + _legend_html(report, tl) + "</div>")
+        f'height="{num(height)}" role="img" aria-label="startup timeline">{defs()}{chart}</svg>',
+        '<div class="legend">' + _legend_html(report, tl) + "</div>",
+    ]
     if tl.notes:
         out.append('<ul class="notes">' + "".join(f"<li>{esc(n)}</li>" for n in tl.notes) + "</ul>")
     out.append("</section>")
-    out.append('<div class="cols"><section><h2>Phases</h2><table class="phases">')
-    out.append(
+    return out
+
+
+def _phases_column(report: Report, tl: Timeline, nodes: Mapping[str, str] | None) -> list[str]:
+    """The left column under the chart: the phase table (opens the right column)."""
+    out = [
+        '<div class="cols"><section><h2>Phases</h2><table class="phases">',
         '<tr><th>phase</th><th>start</th><th></th><th class="num">duration</th><th>slowest rank</th>'
-        '<th class="num" title="lowest over ranks">free GPU memory</th></tr>'
-    )
-    for phase, start, rel, duration, slowest, memory in _phase_rows(report, tl, nodes):
-        if phase is None:
-            out.append(
-                '<tr class="gap"><td><span class="sw gapsw"></span><i>between phases</i></td>'
-                f'<td>{esc(start)}</td><td></td><td class="num">{esc(duration)}</td><td>{esc(slowest)}</td><td></td></tr>'
-            )
-            continue
-        dim = ' class="dim"' if not start and not rel else ""
-        out.append(
-            f'<tr{dim}><td><span class="sw" style="background:{PHASE_COLORS[phase]}"></span>{esc(phase.value)}</td>'
-            f'<td>{esc(start)}</td><td class="num">{esc(rel)}</td><td class="num">{esc(duration)}</td><td>{esc(slowest)}</td>'
-            f'<td class="num">{esc(memory)}</td></tr>'
-        )
+        '<th class="num" title="lowest over ranks">free GPU memory</th></tr>',
+    ]
+    out.extend(_phase_row_html(*row) for row in _phase_rows(report, tl, nodes))
     out.append("</table></section><section>")
+    return out
+
+
+def _phase_row_html(phase: Phase | None, start: str, rel: str, duration: str, slowest: str, memory: str) -> str:
+    if phase is None:  # time between phases
+        return (
+            '<tr class="gap"><td><span class="sw gapsw"></span><i>between phases</i></td>'
+            f'<td>{esc(start)}</td><td></td><td class="num">{esc(duration)}</td><td>{esc(slowest)}</td><td></td></tr>'
+        )
+    dim = ' class="dim"' if not start and not rel else ""
+    return (
+        f'<tr{dim}><td><span class="sw" style="background:{PHASE_COLORS[phase]}"></span>{esc(phase.value)}</td>'
+        f'<td>{esc(start)}</td><td class="num">{esc(rel)}</td><td class="num">{esc(duration)}</td><td>{esc(slowest)}</td>'
+        f'<td class="num">{esc(memory)}</td></tr>'
+    )
+
+
+def _config_column(report: Report) -> list[str]:
+    """The right column: the key configuration in two columns of name and value (closes both columns)."""
     items = config_items(report)
+    out: list[str] = []
     if items:
         out.append('<h2>Configuration</h2><table class="config">')
         half = (len(items) + 1) // 2
@@ -256,9 +304,7 @@ def render_html(report: Report, nodes: Mapping[str, str] | None = None) -> str:
             )
         out.append("</table>")
     out.append("</section></div>")
-    out.append(f"<footer>logphase · lines {esc(line_counts(report.lines))} · times are the log's own (no time zone)</footer>")
-    out.append("</main></body></html>")
-    return "\n".join(out) + "\n"
+    return out
 
 
 def _ranks_text(report: Report) -> str:
