@@ -358,55 +358,85 @@ def render_svg(report: Report, nodes: Mapping[str, str] | None = None) -> str:
     """The picture alone, as one standalone SVG document: headline, failure, chart, legend, warnings."""
     tl = build_timeline(report, nodes)
     svg = Svg()
-    y = 24.0
+    y = _svg_head(svg, report, 24.0)
+    y = _svg_failure(svg, report, y)
+    y += 12
+    chart, height = draw_chart(tl, y)
+    svg.add(chart)
+    y += height + 8
+    _svg_legend(svg, report, y)
+    y = _svg_notes(svg, report, tl, y)
+    y += 14
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {num(y)}" width="{WIDTH}" height="{num(y)}" '
+        f'font-family="{FONT}" role="img" aria-label="startup timeline">'
+        f'<rect width="{WIDTH}" height="{num(y)}" fill="#ffffff"/>{defs()}\n{svg}\n</svg>\n'
+    )
+
+
+_STATUS_COLORS = {"failed": FAILURE_COLOR, "ready": READY_COLOR, "starting": "#b26a00"}
+
+
+def _svg_head(svg: Svg, report: Report, y: float) -> float:
+    """The title, the headline in the outcome's colour, the source; then the model, ranks and run."""
     svg.text(12, y, "Startup timeline", 17, font_weight="bold", fill="#1d1d1f")
-    status_color = {"failed": FAILURE_COLOR, "ready": READY_COLOR, "starting": "#b26a00"}[report.outcome]
-    svg.text(180, y, headline(report), 15, font_weight="bold", fill=status_color, id="outcome")
+    svg.text(180, y, headline(report), 15, font_weight="bold", fill=_STATUS_COLORS[report.outcome], id="outcome")
     svg.text(180 + text_width(headline(report), 15) + 20, y, report.source, 12, fill="#444")
     y += 18
     meta = " · ".join(x for x in (_model_text(report), _ranks_text(report), _run_text(report)) if x)
     if meta:
         svg.text(12, y, meta, 12, fill="#444")
         y += 8
+    return y
+
+
+def _svg_failure(svg: Svg, report: Report, y: float) -> float:
+    """The cause and where it struck, the message's first line and the hint (wrapped), the first consequence."""
     f = report.failure
-    if f is not None:
-        y += 12
-        where = f"on {f.rank}" if f.rank else "in the server process"
-        svg.text(12, y, f"✖ {f.cause.value}", 14, font_weight="bold", fill=FAILURE_COLOR, id="cause")
-        svg.text(
-            20 + text_width(f"✖ {f.cause.value}", 14),
-            y,
-            f"{where}, in {f.phase.value if f.phase else 'an unknown phase'}, line {f.line} of the log",
-            12,
-            fill="#333",
-        )
-        for line in _wrap(f.message.splitlines()[0] if f.message else "", 170)[:3]:
-            y += 16
-            svg.text(24, y, line, 11.5, fill="#5a0f0f", font_family=MONO)
-        for i, line in enumerate(_wrap(f"hint: {f.hint}", 190)[:4]):
-            y += 16
-            svg.text(24, y, line, 12, fill="#1a5e20" if i == 0 else "#1d1d1f")
-        if f.consequences:
-            y += 16
-            verb = "follows" if f.echo_count() == 1 else "follow"
-            svg.text(
-                24,
-                y,
-                f"○ {plural(f.echo_count(), 'other line')} {verb} from it (first: line {f.consequences[0].line}): "
-                + clip(f.consequences[0].message.splitlines()[0] if f.consequences[0].message else "", 120),
-                11.5,
-                fill=ECHO_COLOR,
-            )
+    if f is None:
+        return y
     y += 12
-    chart, height = draw_chart(tl, y)
-    svg.add(chart)
-    y += height + 8
+    where = f"on {f.rank}" if f.rank else "in the server process"
+    svg.text(12, y, f"✖ {f.cause.value}", 14, font_weight="bold", fill=FAILURE_COLOR, id="cause")
+    svg.text(
+        20 + text_width(f"✖ {f.cause.value}", 14),
+        y,
+        f"{where}, in {f.phase.value if f.phase else 'an unknown phase'}, line {f.line} of the log",
+        12,
+        fill="#333",
+    )
+    for line in _wrap(f.message.splitlines()[0] if f.message else "", 170)[:3]:
+        y += 16
+        svg.text(24, y, line, 11.5, fill="#5a0f0f", font_family=MONO)
+    for i, line in enumerate(_wrap(f"hint: {f.hint}", 190)[:4]):
+        y += 16
+        svg.text(24, y, line, 12, fill="#1a5e20" if i == 0 else "#1d1d1f")
+    if f.consequences:
+        y += 16
+        svg.text(24, y, _first_echo(f), 11.5, fill=ECHO_COLOR)
+    return y
+
+
+def _first_echo(f: FailureReport) -> str:
+    verb = "follows" if f.echo_count() == 1 else "follow"
+    first = f.consequences[0]
+    return f"○ {plural(f.echo_count(), 'other line')} {verb} from it (first: line {first.line}): " + clip(
+        first.message.splitlines()[0] if first.message else "", 120
+    )
+
+
+def _svg_legend(svg: Svg, report: Report, y: float) -> None:
+    """Each phase's colour, name and duration, in one line."""
     x = 12.0
     for p in report.phases:
         label = f"{p.name.value} {fmt_duration(p.duration_s)}"
         svg.rect(x, y - 9, 11, 11, fill=PHASE_COLORS[p.name], rx="2")
         svg.text(x + 15, y, label, 11.5, fill="#222")
         x += 15 + text_width(label, 11.5) + 16
+
+
+def _svg_notes(svg: Svg, report: Report, tl: Timeline, y: float) -> float:
+    """Under the legend: how the chart was drawn, the warnings, the key configuration."""
     for note in tl.notes:
         y += 16
         svg.text(12, y, note, 11, fill="#7a4b00")
@@ -419,9 +449,4 @@ def render_svg(report: Report, nodes: Mapping[str, str] | None = None) -> str:
         for line in _wrap("config: " + ", ".join(f"{k}={v}" for k, v in items), 190)[:4]:
             y += 16
             svg.text(12, y, line, 11, fill="#444")
-    y += 14
-    return (
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {num(y)}" width="{WIDTH}" height="{num(y)}" '
-        f'font-family="{FONT}" role="img" aria-label="startup timeline">'
-        f'<rect width="{WIDTH}" height="{num(y)}" fill="#ffffff"/>{defs()}\n{svg}\n</svg>\n'
-    )
+    return y
