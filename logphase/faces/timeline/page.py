@@ -26,7 +26,7 @@ from logphase.faces.timeline.style import (
 )
 from logphase.faces.wording import clip, clock_time, fmt_duration, headline, plural
 from logphase.pipeline.phases import PHASE_ORDER, Phase
-from logphase.pipeline.report import FailureReport, Report
+from logphase.pipeline.report import FailureReport, PhaseReport, Report
 
 # -- the text around the chart ---------------------------------------------------------------------
 
@@ -66,40 +66,57 @@ def config_items(report: Report) -> list[tuple[str, str]]:
     return [(k, str(v)) for k, v in items]
 
 
-def _phase_rows(
-    report: Report, tl: Timeline, nodes: Mapping[str, str] | None = None
-) -> list[tuple[Phase | None, str, str, str, str, str]]:
-    """(phase, start, since launch, duration, slowest rank, free memory); phase None is time between phases."""
-    out: list[tuple[Phase | None, str, str, str, str, str]] = []
+# a phase-table row: (phase, start, since launch, duration, slowest rank, free memory); phase None is time between phases
+PhaseRow = tuple[Phase | None, str, str, str, str, str]
+
+
+def _phase_rows(report: Report, tl: Timeline, nodes: Mapping[str, str] | None = None) -> list[PhaseRow]:
+    """Each phase of the report, followed by the time after it that no phase accounts for; then the
+    phases the report lacks."""
+    out: list[PhaseRow] = []
     gaps = {g.after: g for g in report.unaccounted}
-    seen = {p.name for p in report.phases}
     avail = report.memory.avail_gb
     for p in report.phases:
         start = p.start.split("T")[-1] if p.start else "no timestamp"
-        rel = ""
-        when = seconds_since(tl.t0, p.start)
-        if when is not None:
-            when = round(when)
-            rel = f"+{when} s" if when < 60 else f"+{when // 60}:{when % 60:02d}"
         slowest = slowest_rank(p, nodes, len(report.ranks))
-        state = ""
-        if p.end is None and report.outcome == "starting":
-            state = " (open)"
-        if report.failure is not None and report.failure.phase == p.name:
-            state = " (failed here)"
-            if report.failure.while_serving and report.failure.ts:
-                state = f" (then failed while serving at {clock_time(report.failure.ts, report.ready_at)})"
-        out.append((p.name, start, rel, fmt_duration(p.duration_s) + state, slowest, _free_memory(avail, p.name)))
+        duration = fmt_duration(p.duration_s) + _phase_state(report, p)
+        out.append((p.name, start, _since_launch(tl, p.start), duration, slowest, _free_memory(avail, p.name)))
         gap = gaps.get(p.name)
         if gap is not None:
             lines = f"lines {gap.first_line}–{gap.last_line}" if gap.first_line and gap.last_line else ""
             out.append((None, gap.start.split("T")[-1], "", fmt_duration(gap.duration_s), lines, ""))
+    return out + _missing_phase_rows(report)
+
+
+def _since_launch(tl: Timeline, ts: str | None) -> str:
+    """'+42 s', '+3:05'; empty when the time is not known."""
+    when = seconds_since(tl.t0, ts)
+    if when is None:
+        return ""
+    seconds = round(when)
+    return f"+{seconds} s" if seconds < 60 else f"+{seconds // 60}:{seconds % 60:02d}"
+
+
+def _phase_state(report: Report, p: PhaseReport) -> str:
+    """' (failed here)' on the failure's phase (or when it failed later, while serving), ' (open)' on
+    a starting server's unfinished phase."""
+    f = report.failure
+    if f is not None and f.phase == p.name:
+        if f.while_serving and f.ts:
+            return f" (then failed while serving at {clock_time(f.ts, report.ready_at)})"
+        return " (failed here)"
+    return " (open)" if p.end is None and report.outcome == "starting" else ""
+
+
+def _missing_phase_rows(report: Report) -> list[PhaseRow]:
+    """The phases the report lacks: skipped by the log before the furthest one seen, else not reached."""
+    seen = {p.name for p in report.phases}
     furthest = max((p.name.order for p in report.phases), default=-1)
-    for phase in PHASE_ORDER:
-        if phase not in seen:
-            state = "not in the log" if phase.order < furthest else "not reached"
-            out.append((phase, "", "", state, "", ""))
-    return out
+    return [
+        (phase, "", "", "not in the log" if phase.order < furthest else "not reached", "", "")
+        for phase in PHASE_ORDER
+        if phase not in seen
+    ]
 
 
 def _free_memory(avail: Mapping[str, Mapping[str, float]], phase: Phase) -> str:
