@@ -471,28 +471,16 @@ def _place_unknown(rows: list[Row], notes: list[str]) -> None:
         notes.append(f"{phase}: no timestamps {who}; drawn dashed between the phases around it")
 
 
-def _memory_points(report: Report, sec: Any, ordinal: bool) -> tuple[dict[str, list[tuple[float, float, str]]], list[str]]:
+def _memory_points(report: Report, sec: Seconds, ordinal: bool) -> tuple[dict[str, list[tuple[float, float, str]]], list[str]]:
+    """Each rank's free-memory readings placed at their phase boundary, in time order; the readings
+    that have no time listed apart ('TP0 weight_loading_end')."""
     phases = {p.name.value: p for p in report.phases}
     out: dict[str, list[tuple[float, float, str]]] = {}
     unplaced: list[str] = []
     for rank, values in report.memory.avail_gb.items():
         points: list[tuple[float, float, str]] = []
         for boundary, gb in values.items():
-            name, _, edge = boundary.rpartition("_")
-            p = phases.get(name)
-            x: float | None = None
-            if p is not None:
-                if ordinal:
-                    index = [q.name.value for q in report.phases].index(name)
-                    x = index + (0.04 if edge == "start" else 0.96)
-                else:
-                    span = p.ranks.get(rank)
-                    ts = (span.start if edge == "start" else span.end) if span is not None else None
-                    if ts is None:
-                        ts = p.start if edge == "start" else p.end
-                    x = sec(ts)
-                    if x is None and edge == "end" and span is not None and sec(span.start) is not None:
-                        x = sec(span.start) + (span.duration_s or 0.0)
+            x = _boundary_x(report, phases, rank, boundary, sec, ordinal)
             if x is None:
                 unplaced.append(f"{rank} {boundary}")
                 continue
@@ -501,6 +489,30 @@ def _memory_points(report: Report, sec: Any, ordinal: bool) -> tuple[dict[str, l
         if points:
             out[rank] = points
     return out, unplaced
+
+
+def _boundary_x(
+    report: Report, phases: Mapping[str, PhaseReport], rank: str, boundary: str, sec: Seconds, ordinal: bool
+) -> float | None:
+    """Where a boundary ('weight_loading_end') of ``rank`` is drawn: by phase order in a run without
+    timestamps, else at the rank's own time of it, else the server row's."""
+    name, _, edge = boundary.rpartition("_")
+    p = phases.get(name)
+    if p is None:
+        return None
+    if ordinal:
+        index = [q.name.value for q in report.phases].index(name)
+        return index + (0.04 if edge == "start" else 0.96)
+    span = p.ranks.get(rank)
+    ts = (span.start if edge == "start" else span.end) if span is not None else None
+    if ts is None:
+        ts = p.start if edge == "start" else p.end
+    x = sec(ts)
+    if x is None and edge == "end" and span is not None:
+        began = sec(span.start)
+        if began is not None:  # an end without its time: the start and the duration
+            x = began + (span.duration_s or 0.0)
+    return x
 
 
 def _boundary_order(boundary: str) -> int:
