@@ -39,77 +39,116 @@ class ReportCollector:
         self._version = version
 
     def collect(self) -> Iterator[Any]:
-        from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily
-
         report, last_input = self._current()
-        info = InfoMetricFamily("logphase", "logphase and the server it follows", labels=("version", "source", "model", "tp"))
-        config = report.config if report is not None else {}
-        info.add_metric(
-            [],
-            {
-                "version": self._version,
-                "source": report.source if report is not None else "",
-                "model": str(config.get("model_path") or ""),
-                "tp": str(config.get("tp_size") or ""),
-            },
-        )
-        yield info
-        phase = GaugeMetricFamily("logphase_phase", "1 for the phase the server is in, 0 for the others", labels=("phase",))
-        current = report.phase if report is not None else None
-        for p in PHASE_ORDER:
-            phase.add_metric([p.value], 1.0 if p is current else 0.0)
-        yield phase
-        outcome = GaugeMetricFamily("logphase_outcome", "1 for the current outcome, 0 for the others", labels=("outcome",))
-        for o in OUTCOMES:
-            outcome.add_metric([o], 1.0 if report is not None and report.outcome == o else 0.0)
-        yield outcome
-        durations = GaugeMetricFamily(
-            "logphase_phase_duration_seconds",
-            "each phase entered, first rank in to last rank out (so far, if open)",
-            labels=("phase",),
-        )
-        for entered in report.phases if report is not None else []:
-            if entered.duration_s is not None:
-                durations.add_metric([entered.name.value], entered.duration_s)
-        yield durations
-        since = GaugeMetricFamily("logphase_seconds_since_last_line", "seconds since the log last grew (a stall when large)")
-        if last_input is not None:
-            since.add_metric([], max(0.0, time.monotonic() - last_input))
-        yield since
-        failure = GaugeMetricFamily(
-            "logphase_failure", "1 for the root cause once the start-up failed", labels=("cause", "phase")
-        )
-        if report is not None and report.failure is not None:
-            f = report.failure
-            failure.add_metric([f.cause.value, f.phase.value if f.phase else ""], 1.0)
-        yield failure
-        serving = GaugeMetricFamily(
-            "logphase_failed_while_serving",
-            "1 once the server failed while serving: its start-up succeeded (logphase_startup_seconds is launch to ready)",
-        )
-        serving.add_metric([], 1.0 if report is not None and report.failure is not None and report.failure.while_serving else 0.0)
-        yield serving
-        total = GaugeMetricFamily("logphase_startup_seconds", "launch to ready (or to the failure), once known")
-        if report is not None and report.outcome != "starting" and report.total_startup_s is not None:
-            total.add_metric([], report.total_startup_s)
-        yield total
-        free = GaugeMetricFamily(
-            "logphase_gpu_free_bytes", "free GPU memory per rank at its latest phase boundary", labels=("rank", "boundary")
-        )
-        per_rank = report.memory.avail_gb.items() if report is not None else []
-        ranks = [(rank, readings) for rank, readings in per_rank if readings]
-        cap = rank_cap(config)
-        for rank, readings in ranks[:cap]:
-            boundary, gb = _latest(readings)
-            free.add_metric([rank, boundary], gb * GIB)
-        yield free
-        omitted = GaugeMetricFamily(
-            "logphase_ranks_omitted",
-            "ranks left out of the per-rank series: beyond the run's world size (tp x pp x dp), or beyond "
-            f"{RANK_CAP} when it is not known",
-        )
-        omitted.add_metric([], float(max(0, len(ranks) - cap)))
-        yield omitted
+        yield _info(report, self._version)
+        for family in _REPORT_FAMILIES:
+            yield family(report)
+        yield _since_last_line(last_input)
+        yield from _failure_families(report)
+        yield _startup_seconds(report)
+        yield from _per_rank_families(report)
+
+
+def _gauge(name: str, documentation: str, labels: tuple[str, ...] = ()) -> Any:
+    """A gauge family (prometheus_client is an optional extra: imported when scraped)."""
+    from prometheus_client.core import GaugeMetricFamily
+
+    return GaugeMetricFamily(name, documentation, labels=labels)
+
+
+def _info(report: Report | None, version: str) -> Any:
+    from prometheus_client.core import InfoMetricFamily
+
+    info = InfoMetricFamily("logphase", "logphase and the server it follows", labels=("version", "source", "model", "tp"))
+    config = report.config if report is not None else {}
+    info.add_metric(
+        [],
+        {
+            "version": version,
+            "source": report.source if report is not None else "",
+            "model": str(config.get("model_path") or ""),
+            "tp": str(config.get("tp_size") or ""),
+        },
+    )
+    return info
+
+
+def _phase(report: Report | None) -> Any:
+    phase = _gauge("logphase_phase", "1 for the phase the server is in, 0 for the others", ("phase",))
+    current = report.phase if report is not None else None
+    for p in PHASE_ORDER:
+        phase.add_metric([p.value], 1.0 if p is current else 0.0)
+    return phase
+
+
+def _outcome(report: Report | None) -> Any:
+    outcome = _gauge("logphase_outcome", "1 for the current outcome, 0 for the others", ("outcome",))
+    for o in OUTCOMES:
+        outcome.add_metric([o], 1.0 if report is not None and report.outcome == o else 0.0)
+    return outcome
+
+
+def _phase_durations(report: Report | None) -> Any:
+    durations = _gauge(
+        "logphase_phase_duration_seconds",
+        "each phase entered, first rank in to last rank out (so far, if open)",
+        ("phase",),
+    )
+    for entered in report.phases if report is not None else []:
+        if entered.duration_s is not None:
+            durations.add_metric([entered.name.value], entered.duration_s)
+    return durations
+
+
+# the families read from the report alone, in the order they are served
+_REPORT_FAMILIES: tuple[Callable[[Report | None], Any], ...] = (_phase, _outcome, _phase_durations)
+
+
+def _since_last_line(last_input: float | None) -> Any:
+    since = _gauge("logphase_seconds_since_last_line", "seconds since the log last grew (a stall when large)")
+    if last_input is not None:
+        since.add_metric([], max(0.0, time.monotonic() - last_input))
+    return since
+
+
+def _failure_families(report: Report | None) -> Iterator[Any]:
+    failure = _gauge("logphase_failure", "1 for the root cause once the start-up failed", ("cause", "phase"))
+    f = report.failure if report is not None else None
+    if f is not None:
+        failure.add_metric([f.cause.value, f.phase.value if f.phase else ""], 1.0)
+    yield failure
+    serving = _gauge(
+        "logphase_failed_while_serving",
+        "1 once the server failed while serving: its start-up succeeded (logphase_startup_seconds is launch to ready)",
+    )
+    serving.add_metric([], 1.0 if f is not None and f.while_serving else 0.0)
+    yield serving
+
+
+def _startup_seconds(report: Report | None) -> Any:
+    total = _gauge("logphase_startup_seconds", "launch to ready (or to the failure), once known")
+    if report is not None and report.outcome != "starting" and report.total_startup_s is not None:
+        total.add_metric([], report.total_startup_s)
+    return total
+
+
+def _per_rank_families(report: Report | None) -> Iterator[Any]:
+    """Free memory per rank, bounded by the world size; what the bound leaves out, counted."""
+    free = _gauge("logphase_gpu_free_bytes", "free GPU memory per rank at its latest phase boundary", ("rank", "boundary"))
+    per_rank = report.memory.avail_gb.items() if report is not None else []
+    ranks = [(rank, readings) for rank, readings in per_rank if readings]
+    cap = rank_cap(report.config if report is not None else {})
+    for rank, readings in ranks[:cap]:
+        boundary, gb = _latest(readings)
+        free.add_metric([rank, boundary], gb * GIB)
+    yield free
+    omitted = _gauge(
+        "logphase_ranks_omitted",
+        "ranks left out of the per-rank series: beyond the run's world size (tp x pp x dp), or beyond "
+        f"{RANK_CAP} when it is not known",
+    )
+    omitted.add_metric([], float(max(0, len(ranks) - cap)))
+    yield omitted
 
 
 def rank_cap(config: Mapping[str, object]) -> int:

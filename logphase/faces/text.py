@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import IO
 
 from logphase.faces.wording import clip, first_line, fmt_duration, headline, plural
-from logphase.pipeline.report import LinesReport, PhaseReport, RankSpan, Report
+from logphase.pipeline.report import FailureReport, LinesReport, PhaseReport, RankSpan, Report, UnaccountedReport
 from logphase.pipeline.runs import seconds_between
 
 # ANSI SGR codes; used only on a terminal, and never with NO_COLOR set (https://no-color.org)
@@ -75,61 +75,116 @@ def _apart(a: str | None, b: str | None) -> float | None:
 def render_text(report: Report, color: bool = False, nodes: Mapping[str, str] | None = None) -> str:
     """``nodes`` (rank -> node, a merged report's) names the node of the slowest rank."""
     out: list[str] = []
-    runs = f" (run {report.run} of {report.runs}, from line {report.run_start_line})" if report.runs > 1 else ""
-    out.append(f"{report.source}: {_paint(headline(report), report.outcome, color)}{runs}")
-    model = report.config.get("model_path")
-    if model is not None:
-        parallel = ", ".join(
-            f"{k.removesuffix('_size')}={report.config[k]}"
-            for k in ("tp_size", "dp_size", "ep_size", "pp_size")
-            if report.config.get(k) not in (None, 1)
-        )
-        mfs = report.config.get("mem_fraction_static")
-        details = ", ".join(x for x in (parallel, f"mem_fraction_static={mfs}" if mfs is not None else "") if x)
-        out.append(f"  model {model}" + (f" ({details})" if details else ""))
-    if report.ranks:
-        shown = ", ".join(report.ranks[:8]) + (f", ... ({len(report.ranks)} ranks)" if len(report.ranks) > 8 else "")
-        out.append(f"  ranks {shown}")
-    if report.phases:
-        out.append("")
-        out.append(_paint(f"  {'phase':<20} {'start':<20} {'duration':>10}  slowest rank", "dim", color))
-        gaps = {g.after: g for g in report.unaccounted}
-        for p in report.phases:
-            still = ""
-            if p.end is None and report.outcome == "starting" and p.name == report.phase:
-                still = f" (open, {p.progress.percent} %)" if p.progress is not None else " (open)"
-            start = (p.start or "-").replace("T", " ")
-            duration = ("≥ " if p.lower_bound else "") + fmt_duration(p.duration_s)
-            out.append(f"  {p.name.value:<20} {start:<20} {duration:>10}  {slowest_rank(p, nodes)}{still}")
-            gap = gaps.get(p.name)
-            if gap is not None:
-                where = f"lines {gap.first_line}-{gap.last_line}" if gap.first_line and gap.last_line else ""
-                label = "(between phases)" if gap.before is not None else "(no phase since)"
-                row = f"  {label:<20} {gap.start.replace('T', ' '):<20} {fmt_duration(gap.duration_s):>10}  {where}"
-                out.append(_paint(row, "warning", color))
-    f = report.failure
-    if f is not None:
-        out.append("")
-        where = f" on {f.rank}" if f.rank else ""
-        of = f" of {_base(f.source)}" if f.source else ""
-        out.append(_paint(f"  cause   {f.cause.value}{where}, line {f.line}{of}", "cause", color))
-        out.append(f"  error   {first_line(f.message) if f.message else '-'}")
-        out.append(f"  hint    {f.hint}")
-        if f.consequences:
-            n = f.echo_count()
-            # in a merged report the lines are in several logs: name each one's log
-            lines = ", ".join(f"{_base(c.source)}:{c.line}" if c.source else str(c.line) for c in f.consequences[:5])
-            lines += ", ..." if n > 5 else ""
-            verb, noun = ("follows", "line") if n == 1 else ("follow", "lines")
-            out.append(f"  echoes  {plural(n, 'other line')} {verb} from it ({noun} {lines})")
-    if report.warnings:
-        out.append("")
-        for w in report.warnings:
-            line = f" (line {w.line})" if w.line else ""
-            out.append(_paint(f"  warning {w.kind}: {clip(w.message, 400)}{line}", "warning", color))
-    out.append("")
-    out.append(f"  lines {line_counts(report.lines)}")
+    for section in _SECTIONS:
+        out.extend(section(report, color, nodes))
     return "\n".join(out) + "\n"
+
+
+def _title(report: Report, color: bool, nodes: Mapping[str, str] | None) -> list[str]:
+    runs = f" (run {report.run} of {report.runs}, from line {report.run_start_line})" if report.runs > 1 else ""
+    return [f"{report.source}: {_paint(headline(report), report.outcome, color)}{runs}"]
+
+
+def _model(report: Report, color: bool, nodes: Mapping[str, str] | None) -> list[str]:
+    model = report.config.get("model_path")
+    if model is None:
+        return []
+    parallel = ", ".join(
+        f"{k.removesuffix('_size')}={report.config[k]}"
+        for k in ("tp_size", "dp_size", "ep_size", "pp_size")
+        if report.config.get(k) not in (None, 1)
+    )
+    mfs = report.config.get("mem_fraction_static")
+    details = ", ".join(x for x in (parallel, f"mem_fraction_static={mfs}" if mfs is not None else "") if x)
+    return [f"  model {model}" + (f" ({details})" if details else "")]
+
+
+def _ranks(report: Report, color: bool, nodes: Mapping[str, str] | None) -> list[str]:
+    if not report.ranks:
+        return []
+    shown = ", ".join(report.ranks[:8]) + (f", ... ({len(report.ranks)} ranks)" if len(report.ranks) > 8 else "")
+    return [f"  ranks {shown}"]
+
+
+def _phases(report: Report, color: bool, nodes: Mapping[str, str] | None) -> list[str]:
+    """The phase table: one row per phase, each followed by the time after it that no phase accounts for."""
+    if not report.phases:
+        return []
+    out = ["", _paint(f"  {'phase':<20} {'start':<20} {'duration':>10}  slowest rank", "dim", color)]
+    gaps = {g.after: g for g in report.unaccounted}
+    for p in report.phases:
+        start = (p.start or "-").replace("T", " ")
+        duration = ("≥ " if p.lower_bound else "") + fmt_duration(p.duration_s)
+        out.append(f"  {p.name.value:<20} {start:<20} {duration:>10}  {slowest_rank(p, nodes)}{_still_open(report, p)}")
+        gap = gaps.get(p.name)
+        if gap is not None:
+            out.append(_paint(_gap_row(gap), "warning", color))
+    return out
+
+
+def _still_open(report: Report, p: PhaseReport) -> str:
+    """' (open, 40 %)' after the phase a starting server is in."""
+    if p.end is not None or report.outcome != "starting" or p.name != report.phase:
+        return ""
+    return f" (open, {p.progress.percent} %)" if p.progress is not None else " (open)"
+
+
+def _gap_row(gap: UnaccountedReport) -> str:
+    where = f"lines {gap.first_line}-{gap.last_line}" if gap.first_line and gap.last_line else ""
+    label = "(between phases)" if gap.before is not None else "(no phase since)"
+    return f"  {label:<20} {gap.start.replace('T', ' '):<20} {fmt_duration(gap.duration_s):>10}  {where}"
+
+
+def _failure(report: Report, color: bool, nodes: Mapping[str, str] | None) -> list[str]:
+    f = report.failure
+    if f is None:
+        return []
+    where = f" on {f.rank}" if f.rank else ""
+    of = f" of {_base(f.source)}" if f.source else ""
+    out = [
+        "",
+        _paint(f"  cause   {f.cause.value}{where}, line {f.line}{of}", "cause", color),
+        f"  error   {first_line(f.message) if f.message else '-'}",
+        f"  hint    {f.hint}",
+    ]
+    if f.consequences:
+        out.append(_echoes(f))
+    return out
+
+
+def _echoes(f: FailureReport) -> str:
+    n = f.echo_count()
+    # in a merged report the lines are in several logs: name each one's log
+    lines = ", ".join(f"{_base(c.source)}:{c.line}" if c.source else str(c.line) for c in f.consequences[:5])
+    lines += ", ..." if n > 5 else ""
+    verb, noun = ("follows", "line") if n == 1 else ("follow", "lines")
+    return f"  echoes  {plural(n, 'other line')} {verb} from it ({noun} {lines})"
+
+
+def _warnings(report: Report, color: bool, nodes: Mapping[str, str] | None) -> list[str]:
+    if not report.warnings:
+        return []
+    out = [""]
+    for w in report.warnings:
+        line = f" (line {w.line})" if w.line else ""
+        out.append(_paint(f"  warning {w.kind}: {clip(w.message, 400)}{line}", "warning", color))
+    return out
+
+
+def _line_count(report: Report, color: bool, nodes: Mapping[str, str] | None) -> list[str]:
+    return ["", f"  lines {line_counts(report.lines)}"]
+
+
+# the summary's sections, top to bottom; each gives its lines, none when it has nothing to say
+_SECTIONS: tuple[Callable[[Report, bool, Mapping[str, str] | None], list[str]], ...] = (
+    _title,
+    _model,
+    _ranks,
+    _phases,
+    _failure,
+    _warnings,
+    _line_count,
+)
 
 
 def line_counts(counts: LinesReport) -> str:

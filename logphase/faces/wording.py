@@ -3,6 +3,8 @@ one headline, one way to write a duration, one way to shorten a message."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from logphase.pipeline.report import FailureReport, PhaseReport, Report
 
 ELLIPSIS = "…"
@@ -56,24 +58,38 @@ def headline(report: Report) -> str:
     """'READY after 86 s', 'FAILED in memory_pool after 43 s: kv_cache_insufficient_memory',
     'READY after 54 s, then FAILED while serving at 07:44:36 (71 s after ready): cuda_oom',
     'STARTING: in weight_loading for 20 s (50 s since launch)'."""
-    phase = report.phase.value if report.phase else None
     total = fmt_duration(report.total_startup_s) if report.total_startup_s is not None else None
-    if report.outcome == "ready":
-        return f"READY after {total}" if total else "READY"
-    if report.outcome == "failed" and report.failure is not None and report.failure.while_serving:
-        return _failed_while_serving(report, report.failure, total)
-    if report.outcome == "failed":
-        cause = f": {report.failure.cause.value}" if report.failure else ""
-        where = f" in {phase}" if phase else ""
-        after = f" after {total}" if total else ""
-        return f"FAILED{where}{after}{cause}"
-    if phase is None:
+    return _HEADLINES[report.outcome](report, total)
+
+
+def _ready_headline(report: Report, total: str | None) -> str:
+    return f"READY after {total}" if total else "READY"
+
+
+def _failed_headline(report: Report, total: str | None) -> str:
+    f = report.failure
+    if f is not None and f.while_serving:
+        return _failed_while_serving(report, f, total)
+    cause = f": {f.cause.value}" if f else ""
+    where = f" in {report.phase.value}" if report.phase else ""
+    after = f" after {total}" if total else ""
+    return f"FAILED{where}{after}{cause}"
+
+
+def _starting_headline(report: Report, total: str | None) -> str:
+    if report.phase is None:
         return "STARTING: no start-up phase recognised yet"
     current = current_phase(report)
     stay = current.duration_s if current is not None else None
-    text = f"STARTING: in {phase}"
+    text = f"STARTING: in {report.phase.value}"
     if stay is not None:
         text += f" for {'≥ ' if current is not None and current.lower_bound else ''}{fmt_duration(stay)}"
+    notes = _starting_notes(report, current, stay, total)
+    return text + (f" ({'; '.join(notes)})" if notes else "")
+
+
+def _starting_notes(report: Report, current: PhaseReport | None, stay: float | None, total: str | None) -> list[str]:
+    """The open phase's progress bar, and the time since launch when it differs from the phase's."""
     notes = []
     bar = current.progress if current is not None and current.end is None else None
     if bar is not None:
@@ -81,7 +97,15 @@ def headline(report: Report) -> str:
         notes.append(f"{bar.percent} %{left}")
     if total is not None and report.total_startup_s != stay:
         notes.append(f"{total} since launch")
-    return text + (f" ({'; '.join(notes)})" if notes else "")
+    return notes
+
+
+# the headline's wording, one per outcome
+_HEADLINES: dict[str, Callable[[Report, str | None], str]] = {
+    "ready": _ready_headline,
+    "failed": _failed_headline,
+    "starting": _starting_headline,
+}
 
 
 def _failed_while_serving(report: Report, f: FailureReport, total: str | None) -> str:

@@ -26,7 +26,7 @@ from logphase.faces.timeline.style import (
 )
 from logphase.faces.wording import clip, clock_time, fmt_duration, headline, plural
 from logphase.pipeline.phases import PHASE_ORDER, Phase
-from logphase.pipeline.report import Report
+from logphase.pipeline.report import FailureReport, PhaseReport, Report
 
 # -- the text around the chart ---------------------------------------------------------------------
 
@@ -66,40 +66,57 @@ def config_items(report: Report) -> list[tuple[str, str]]:
     return [(k, str(v)) for k, v in items]
 
 
-def _phase_rows(
-    report: Report, tl: Timeline, nodes: Mapping[str, str] | None = None
-) -> list[tuple[Phase | None, str, str, str, str, str]]:
-    """(phase, start, since launch, duration, slowest rank, free memory); phase None is time between phases."""
-    out: list[tuple[Phase | None, str, str, str, str, str]] = []
+# a phase-table row: (phase, start, since launch, duration, slowest rank, free memory); phase None is time between phases
+PhaseRow = tuple[Phase | None, str, str, str, str, str]
+
+
+def _phase_rows(report: Report, tl: Timeline, nodes: Mapping[str, str] | None = None) -> list[PhaseRow]:
+    """Each phase of the report, followed by the time after it that no phase accounts for; then the
+    phases the report lacks."""
+    out: list[PhaseRow] = []
     gaps = {g.after: g for g in report.unaccounted}
-    seen = {p.name for p in report.phases}
     avail = report.memory.avail_gb
     for p in report.phases:
         start = p.start.split("T")[-1] if p.start else "no timestamp"
-        rel = ""
-        when = seconds_since(tl.t0, p.start)
-        if when is not None:
-            when = round(when)
-            rel = f"+{when} s" if when < 60 else f"+{when // 60}:{when % 60:02d}"
         slowest = slowest_rank(p, nodes, len(report.ranks))
-        state = ""
-        if p.end is None and report.outcome == "starting":
-            state = " (open)"
-        if report.failure is not None and report.failure.phase == p.name:
-            state = " (failed here)"
-            if report.failure.while_serving and report.failure.ts:
-                state = f" (then failed while serving at {clock_time(report.failure.ts, report.ready_at)})"
-        out.append((p.name, start, rel, fmt_duration(p.duration_s) + state, slowest, _free_memory(avail, p.name)))
+        duration = fmt_duration(p.duration_s) + _phase_state(report, p)
+        out.append((p.name, start, _since_launch(tl, p.start), duration, slowest, _free_memory(avail, p.name)))
         gap = gaps.get(p.name)
         if gap is not None:
             lines = f"lines {gap.first_line}–{gap.last_line}" if gap.first_line and gap.last_line else ""
             out.append((None, gap.start.split("T")[-1], "", fmt_duration(gap.duration_s), lines, ""))
+    return out + _missing_phase_rows(report)
+
+
+def _since_launch(tl: Timeline, ts: str | None) -> str:
+    """'+42 s', '+3:05'; empty when the time is not known."""
+    when = seconds_since(tl.t0, ts)
+    if when is None:
+        return ""
+    seconds = round(when)
+    return f"+{seconds} s" if seconds < 60 else f"+{seconds // 60}:{seconds % 60:02d}"
+
+
+def _phase_state(report: Report, p: PhaseReport) -> str:
+    """' (failed here)' on the failure's phase (or when it failed later, while serving), ' (open)' on
+    a starting server's unfinished phase."""
+    f = report.failure
+    if f is not None and f.phase == p.name:
+        if f.while_serving and f.ts:
+            return f" (then failed while serving at {clock_time(f.ts, report.ready_at)})"
+        return " (failed here)"
+    return " (open)" if p.end is None and report.outcome == "starting" else ""
+
+
+def _missing_phase_rows(report: Report) -> list[PhaseRow]:
+    """The phases the report lacks: skipped by the log before the furthest one seen, else not reached."""
+    seen = {p.name for p in report.phases}
     furthest = max((p.name.order for p in report.phases), default=-1)
-    for phase in PHASE_ORDER:
-        if phase not in seen:
-            state = "not in the log" if phase.order < furthest else "not reached"
-            out.append((phase, "", "", state, "", ""))
-    return out
+    return [
+        (phase, "", "", "not in the log" if phase.order < furthest else "not reached", "", "")
+        for phase in PHASE_ORDER
+        if phase not in seen
+    ]
 
 
 def _free_memory(avail: Mapping[str, Mapping[str, float]], phase: Phase) -> str:
@@ -173,8 +190,23 @@ def render_html(report: Report, nodes: Mapping[str, str] | None = None) -> str:
     """The whole page: one self-contained HTML document. ``nodes`` (rank -> node) groups the
     ranks of a merged multi-node report by node."""
     tl = build_timeline(report, nodes)
-    chart, height = draw_chart(tl, 0)
-    out: list[str] = [
+    out = [
+        *_head_html(report),
+        *_failure_html(report),
+        *_warnings_html(report),
+        *_chart_html(report, tl),
+        *_phases_column(report, tl, nodes),
+        *_config_column(report),
+        f"<footer>logphase · lines {esc(line_counts(report.lines))} · times are the log's own (no time zone)</footer>",
+        "</main></body></html>",
+    ]
+    return "\n".join(out) + "\n"
+
+
+def _head_html(report: Report) -> list[str]:
+    """The document's head, the headline and the source, and a line of the model, ranks and run."""
+    meta = [x for x in (_model_text(report), _ranks_text(report), _run_text(report)) if x]
+    return [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
@@ -185,68 +217,101 @@ def render_html(report: Report, nodes: Mapping[str, str] | None = None) -> str:
         f'<span class="status {esc(report.outcome)}" id="outcome">{esc(headline(report))}</span>',
         f"<span>{esc(report.source)}</span>",
         "</div>",
+        '<div class="meta">' + "".join(f"<span>{esc(x)}</span>" for x in meta) + "</div>",
     ]
-    meta = [x for x in (_model_text(report), _ranks_text(report), _run_text(report)) if x]
-    out.append('<div class="meta">' + "".join(f"<span>{esc(x)}</span>" for x in meta) + "</div>")
+
+
+def _failure_html(report: Report) -> list[str]:
+    """The failure's cause, where it struck, its message and hint, and its first consequences."""
     f = report.failure
-    if f is not None:
-        where = f"on {f.rank}" if f.rank else "in the server process"
-        out.append('<section class="failure" id="failure">')
-        out.append(
-            f'<div><span class="cause" id="cause">✖ {esc(f.cause.value)}</span> '
-            f"{esc(where)}, in {esc(f.phase.value if f.phase else 'an unknown phase')}, "
-            f"<b>line {f.line}</b> of the log</div>"
-        )
-        out.append(f"<pre>{esc(f.message)}</pre>")
-        out.append(f'<div class="hint"><b>hint</b> {esc(f.hint)}</div>')
-        if f.consequences:
-            n = f.echo_count()
-            out.append(
-                f'<div class="echoes">○ {n} other line{"s follow" if n > 1 else " follows"} from it: '
-                f"consequence{'s' if n > 1 else ''}, not the cause (hollow markers on the chart):<ul>"
-            )
-            for c in f.consequences[:3]:
-                message = clip(c.message.splitlines()[0] if c.message else "", 150)
-                out.append(f"<li>line {c.line}: {esc(message)}</li>")
-            if n > 3:
-                out.append(f"<li>and {n - 3} more</li>")
-            out.append("</ul></div>")
-        out.append("</section>")
-    if report.warnings:
-        out.append('<section class="warnings" id="warnings">')
-        for w in report.warnings:
-            line = f" (line {w.line})" if w.line else ""
-            out.append(f'<p class="warn"><span class="kind">{esc(w.kind)}</span>{esc(w.message)}{esc(line)}</p>')
-        out.append("</section>")
-    out.append('<section class="chart">')
-    out.append(
+    if f is None:
+        return []
+    where = f"on {f.rank}" if f.rank else "in the server process"
+    out = [
+        '<section class="failure" id="failure">',
+        f'<div><span class="cause" id="cause">✖ {esc(f.cause.value)}</span> '
+        f"{esc(where)}, in {esc(f.phase.value if f.phase else 'an unknown phase')}, "
+        f"<b>line {f.line}</b> of the log</div>",
+        f"<pre>{esc(f.message)}</pre>",
+        f'<div class="hint"><b>hint</b> {esc(f.hint)}</div>',
+    ]
+    if f.consequences:
+        out.extend(_echoes_html(f))
+    out.append("</section>")
+    return out
+
+
+def _echoes_html(f: FailureReport) -> list[str]:
+    n = f.echo_count()
+    out = [
+        f'<div class="echoes">○ {n} other line{"s follow" if n > 1 else " follows"} from it: '
+        f"consequence{'s' if n > 1 else ''}, not the cause (hollow markers on the chart):<ul>"
+    ]
+    for c in f.consequences[:3]:
+        message = clip(c.message.splitlines()[0] if c.message else "", 150)
+        out.append(f"<li>line {c.line}: {esc(message)}</li>")
+    if n > 3:
+        out.append(f"<li>and {n - 3} more</li>")
+    out.append("</ul></div>")
+    return out
+
+
+def _warnings_html(report: Report) -> list[str]:
+    if not report.warnings:
+        return []
+    out = ['<section class="warnings" id="warnings">']
+    for w in report.warnings:
+        line = f" (line {w.line})" if w.line else ""
+        out.append(f'<p class="warn"><span class="kind">{esc(w.kind)}</span>{esc(w.message)}{esc(line)}</p>')
+    out.append("</section>")
+    return out
+
+
+def _chart_html(report: Report, tl: Timeline) -> list[str]:
+    """The drawing inline, its legend and the notes on how it was drawn."""
+    chart, height = draw_chart(tl, 0)
+    out = [
+        '<section class="chart">',
         f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {num(height)}" width="{WIDTH}" '
-        f'height="{num(height)}" role="img" aria-label="startup timeline">{defs()}{chart}</svg>'
-    )
-    out.append('<div class="legend">' + _legend_html(report, tl) + "</div>")
+        f'height="{num(height)}" role="img" aria-label="startup timeline">{defs()}{chart}</svg>',
+        '<div class="legend">' + _legend_html(report, tl) + "</div>",
+    ]
     if tl.notes:
         out.append('<ul class="notes">' + "".join(f"<li>{esc(n)}</li>" for n in tl.notes) + "</ul>")
     out.append("</section>")
-    out.append('<div class="cols"><section><h2>Phases</h2><table class="phases">')
-    out.append(
+    return out
+
+
+def _phases_column(report: Report, tl: Timeline, nodes: Mapping[str, str] | None) -> list[str]:
+    """The left column under the chart: the phase table (opens the right column)."""
+    out = [
+        '<div class="cols"><section><h2>Phases</h2><table class="phases">',
         '<tr><th>phase</th><th>start</th><th></th><th class="num">duration</th><th>slowest rank</th>'
-        '<th class="num" title="lowest over ranks">free GPU memory</th></tr>'
-    )
-    for phase, start, rel, duration, slowest, memory in _phase_rows(report, tl, nodes):
-        if phase is None:
-            out.append(
-                '<tr class="gap"><td><span class="sw gapsw"></span><i>between phases</i></td>'
-                f'<td>{esc(start)}</td><td></td><td class="num">{esc(duration)}</td><td>{esc(slowest)}</td><td></td></tr>'
-            )
-            continue
-        dim = ' class="dim"' if not start and not rel else ""
-        out.append(
-            f'<tr{dim}><td><span class="sw" style="background:{PHASE_COLORS[phase]}"></span>{esc(phase.value)}</td>'
-            f'<td>{esc(start)}</td><td class="num">{esc(rel)}</td><td class="num">{esc(duration)}</td><td>{esc(slowest)}</td>'
-            f'<td class="num">{esc(memory)}</td></tr>'
-        )
+        '<th class="num" title="lowest over ranks">free GPU memory</th></tr>',
+    ]
+    out.extend(_phase_row_html(*row) for row in _phase_rows(report, tl, nodes))
     out.append("</table></section><section>")
+    return out
+
+
+def _phase_row_html(phase: Phase | None, start: str, rel: str, duration: str, slowest: str, memory: str) -> str:
+    if phase is None:  # time between phases
+        return (
+            '<tr class="gap"><td><span class="sw gapsw"></span><i>between phases</i></td>'
+            f'<td>{esc(start)}</td><td></td><td class="num">{esc(duration)}</td><td>{esc(slowest)}</td><td></td></tr>'
+        )
+    dim = ' class="dim"' if not start and not rel else ""
+    return (
+        f'<tr{dim}><td><span class="sw" style="background:{PHASE_COLORS[phase]}"></span>{esc(phase.value)}</td>'
+        f'<td>{esc(start)}</td><td class="num">{esc(rel)}</td><td class="num">{esc(duration)}</td><td>{esc(slowest)}</td>'
+        f'<td class="num">{esc(memory)}</td></tr>'
+    )
+
+
+def _config_column(report: Report) -> list[str]:
+    """The right column: the key configuration in two columns of name and value (closes both columns)."""
     items = config_items(report)
+    out: list[str] = []
     if items:
         out.append('<h2>Configuration</h2><table class="config">')
         half = (len(items) + 1) // 2
@@ -256,9 +321,7 @@ def render_html(report: Report, nodes: Mapping[str, str] | None = None) -> str:
             )
         out.append("</table>")
     out.append("</section></div>")
-    out.append(f"<footer>logphase · lines {esc(line_counts(report.lines))} · times are the log's own (no time zone)</footer>")
-    out.append("</main></body></html>")
-    return "\n".join(out) + "\n"
+    return out
 
 
 def _ranks_text(report: Report) -> str:
@@ -312,55 +375,85 @@ def render_svg(report: Report, nodes: Mapping[str, str] | None = None) -> str:
     """The picture alone, as one standalone SVG document: headline, failure, chart, legend, warnings."""
     tl = build_timeline(report, nodes)
     svg = Svg()
-    y = 24.0
+    y = _svg_head(svg, report, 24.0)
+    y = _svg_failure(svg, report, y)
+    y += 12
+    chart, height = draw_chart(tl, y)
+    svg.add(chart)
+    y += height + 8
+    _svg_legend(svg, report, y)
+    y = _svg_notes(svg, report, tl, y)
+    y += 14
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {num(y)}" width="{WIDTH}" height="{num(y)}" '
+        f'font-family="{FONT}" role="img" aria-label="startup timeline">'
+        f'<rect width="{WIDTH}" height="{num(y)}" fill="#ffffff"/>{defs()}\n{svg}\n</svg>\n'
+    )
+
+
+_STATUS_COLORS = {"failed": FAILURE_COLOR, "ready": READY_COLOR, "starting": "#b26a00"}
+
+
+def _svg_head(svg: Svg, report: Report, y: float) -> float:
+    """The title, the headline in the outcome's colour, the source; then the model, ranks and run."""
     svg.text(12, y, "Startup timeline", 17, font_weight="bold", fill="#1d1d1f")
-    status_color = {"failed": FAILURE_COLOR, "ready": READY_COLOR, "starting": "#b26a00"}[report.outcome]
-    svg.text(180, y, headline(report), 15, font_weight="bold", fill=status_color, id="outcome")
+    svg.text(180, y, headline(report), 15, font_weight="bold", fill=_STATUS_COLORS[report.outcome], id="outcome")
     svg.text(180 + text_width(headline(report), 15) + 20, y, report.source, 12, fill="#444")
     y += 18
     meta = " · ".join(x for x in (_model_text(report), _ranks_text(report), _run_text(report)) if x)
     if meta:
         svg.text(12, y, meta, 12, fill="#444")
         y += 8
+    return y
+
+
+def _svg_failure(svg: Svg, report: Report, y: float) -> float:
+    """The cause and where it struck, the message's first line and the hint (wrapped), the first consequence."""
     f = report.failure
-    if f is not None:
-        y += 12
-        where = f"on {f.rank}" if f.rank else "in the server process"
-        svg.text(12, y, f"✖ {f.cause.value}", 14, font_weight="bold", fill=FAILURE_COLOR, id="cause")
-        svg.text(
-            20 + text_width(f"✖ {f.cause.value}", 14),
-            y,
-            f"{where}, in {f.phase.value if f.phase else 'an unknown phase'}, line {f.line} of the log",
-            12,
-            fill="#333",
-        )
-        for line in _wrap(f.message.splitlines()[0] if f.message else "", 170)[:3]:
-            y += 16
-            svg.text(24, y, line, 11.5, fill="#5a0f0f", font_family=MONO)
-        for i, line in enumerate(_wrap(f"hint: {f.hint}", 190)[:4]):
-            y += 16
-            svg.text(24, y, line, 12, fill="#1a5e20" if i == 0 else "#1d1d1f")
-        if f.consequences:
-            y += 16
-            verb = "follows" if f.echo_count() == 1 else "follow"
-            svg.text(
-                24,
-                y,
-                f"○ {plural(f.echo_count(), 'other line')} {verb} from it (first: line {f.consequences[0].line}): "
-                + clip(f.consequences[0].message.splitlines()[0] if f.consequences[0].message else "", 120),
-                11.5,
-                fill=ECHO_COLOR,
-            )
+    if f is None:
+        return y
     y += 12
-    chart, height = draw_chart(tl, y)
-    svg.add(chart)
-    y += height + 8
+    where = f"on {f.rank}" if f.rank else "in the server process"
+    svg.text(12, y, f"✖ {f.cause.value}", 14, font_weight="bold", fill=FAILURE_COLOR, id="cause")
+    svg.text(
+        20 + text_width(f"✖ {f.cause.value}", 14),
+        y,
+        f"{where}, in {f.phase.value if f.phase else 'an unknown phase'}, line {f.line} of the log",
+        12,
+        fill="#333",
+    )
+    for line in _wrap(f.message.splitlines()[0] if f.message else "", 170)[:3]:
+        y += 16
+        svg.text(24, y, line, 11.5, fill="#5a0f0f", font_family=MONO)
+    for i, line in enumerate(_wrap(f"hint: {f.hint}", 190)[:4]):
+        y += 16
+        svg.text(24, y, line, 12, fill="#1a5e20" if i == 0 else "#1d1d1f")
+    if f.consequences:
+        y += 16
+        svg.text(24, y, _first_echo(f), 11.5, fill=ECHO_COLOR)
+    return y
+
+
+def _first_echo(f: FailureReport) -> str:
+    verb = "follows" if f.echo_count() == 1 else "follow"
+    first = f.consequences[0]
+    return f"○ {plural(f.echo_count(), 'other line')} {verb} from it (first: line {first.line}): " + clip(
+        first.message.splitlines()[0] if first.message else "", 120
+    )
+
+
+def _svg_legend(svg: Svg, report: Report, y: float) -> None:
+    """Each phase's colour, name and duration, in one line."""
     x = 12.0
     for p in report.phases:
         label = f"{p.name.value} {fmt_duration(p.duration_s)}"
         svg.rect(x, y - 9, 11, 11, fill=PHASE_COLORS[p.name], rx="2")
         svg.text(x + 15, y, label, 11.5, fill="#222")
         x += 15 + text_width(label, 11.5) + 16
+
+
+def _svg_notes(svg: Svg, report: Report, tl: Timeline, y: float) -> float:
+    """Under the legend: how the chart was drawn, the warnings, the key configuration."""
     for note in tl.notes:
         y += 16
         svg.text(12, y, note, 11, fill="#7a4b00")
@@ -373,9 +466,4 @@ def render_svg(report: Report, nodes: Mapping[str, str] | None = None) -> str:
         for line in _wrap("config: " + ", ".join(f"{k}={v}" for k, v in items), 190)[:4]:
             y += 16
             svg.text(12, y, line, 11, fill="#444")
-    y += 14
-    return (
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {num(y)}" width="{WIDTH}" height="{num(y)}" '
-        f'font-family="{FONT}" role="img" aria-label="startup timeline">'
-        f'<rect width="{WIDTH}" height="{num(y)}" fill="#ffffff"/>{defs()}\n{svg}\n</svg>\n'
-    )
+    return y
