@@ -233,11 +233,22 @@ class VllmMiner(Miner):
                 self._add(node, "process_prefix", value, name=name)
             elif name in ("process_name", "proc_name") and _stringish(value):
                 self._add(node, "process_name", value, name=name)
+            elif self.scope and self.scope[-1].endswith(("Error", "Exception")) and name.endswith("MESSAGE") \
+                    and _stringish(value):
+                # class EngineDeadError: ENGINE_DEAD_MESSAGE = "..." (the text __init__ passes on)
+                self._add(node, "raise", value, exception=self.scope[-1], via=name)
+            elif _exception_call(value):
+                # `e = Exception("WorkerProc initialization failed ..."); ...; raise e` (wait_for_ready)
+                assert isinstance(value, ast.Call)
+                self._add(node, "raise", self._resolve(value.args[0], node.lineno)[0],
+                          exception=_last(value.func), via=name)
         self.generic_visit(node)
 
     def visit_Call(self, node: ast.Call) -> None:
         called = _last(node.func)
-        if (
+        if self._exception_init(node):
+            pass
+        elif (
             isinstance(node.func, ast.Attribute)
             and called in LEVELS
             and isinstance(node.func.value, ast.Name)
@@ -271,6 +282,25 @@ class VllmMiner(Miner):
                     and entry.get("via") and entry["format"] == "plain" and "%" in entry["template"]:
                 entry["format"] = "percent"
 
+    def _exception_init(self, node: ast.Call) -> bool:
+        """`super().__init__(ENGINE_DEAD_MESSAGE, ...)` in an exception's `__init__`: the text it raises with."""
+        if not (
+            len(self.scope) >= 2
+            and self.scope[-1] == "__init__"
+            and self.scope[-2].endswith(("Error", "Exception"))
+            and _last(node.func) == "__init__"
+            and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Call)
+            and _last(node.func.value.func) == "super"
+            and node.args
+        ):
+            return False
+        msg, via = self._resolve(node.args[0], node.lineno)
+        if msg is None or not _stringish(msg):
+            return False
+        self._add(node, "raise", msg, exception=self.scope[-2], via=via)
+        return True
+
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         # the formatter that repeats the prefix on every line of a message (NewLineFormatter, ...)
         bases = {_last(b) for b in node.bases}
@@ -279,6 +309,17 @@ class VllmMiner(Miner):
             self.messages[-1]["template"] = node.name
             self.messages[-1]["format"] = "plain"
         super().visit_ClassDef(node)
+
+
+def _exception_call(node: ast.AST) -> bool:
+    """`SomeError("text", ...)`: an exception built before it is raised."""
+    return (
+        isinstance(node, ast.Call)
+        and _last(node.func).endswith(("Error", "Exception"))
+        and _last(node.func)[:1].isupper()
+        and bool(node.args)
+        and _stringish(node.args[0])
+    )
 
 
 def _stringish(node: ast.AST) -> bool:
