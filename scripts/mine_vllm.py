@@ -79,6 +79,10 @@ START_UP_FILES: list[tuple[str, str]] = [
     ("vllm/entrypoints/utils.py", "launch"),
     ("vllm/entrypoints/openai/serving_engine.py", "http"),
     ("vllm/entrypoints/serve/**/api_router.py", "http"),
+    # while serving: request log and the periodic throughput lines (ready evidence)
+    ("vllm/entrypoints/logger.py", "runtime"),
+    ("vllm/engine/metrics.py", "runtime"),
+    ("vllm/v1/metrics/loggers.py", "runtime"),
     # configuration and its validation
     ("vllm/engine/arg_utils.py", "config"),
     ("vllm/config.py", "config"),
