@@ -250,6 +250,7 @@ class VllmMiner(Miner):
 
     def visit_Call(self, node: ast.Call) -> None:
         called = _last(node.func)
+        before = len(self.messages)
         if self._exception_init(node):
             pass
         elif (
@@ -278,7 +279,6 @@ class VllmMiner(Miner):
             self._add(node, "process_name", None, name="ray.remote")
             self.messages[-1]["template"] = node.args[0].id
             self.messages[-1]["format"] = "plain"
-        before = len(self.messages)
         super().visit_Call(node)
         # `logger.info(message, a, b)` with `message` a variable or a default: %-format all the same
         for entry in self.messages[before:]:
