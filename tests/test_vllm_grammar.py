@@ -94,7 +94,10 @@ EXAMPLES: dict[str, list[tuple[str, dict[str, str]]]] = {
         ("Capturing the model for CUDA graphs. This may lead to unexpected consequences if the model is not static.", {}),
         ("Capturing cudagraphs for decoding. This may lead to unexpected consequences if the model is not static.", {}),
     ],
-    "capture_memory_note": [("CUDA graphs can take additional 1~3 GiB memory per GPU. If you are running out of memory, ...", {})],
+    "capture_memory_note": [
+        ("CUDA graphs can take additional 1~3 GiB memory per GPU. If you are running out of memory, ...", {}),
+        ("If out-of-memory error occurs during cudagraph capture, consider decreasing `gpu_memory_utilization`", {}),
+    ],
     "capture_bar": [
         ("Capturing CUDA graph shapes: 100%|██████████| 35/35 [00:10<00:00,  3.37it/s]", {}),
         ("Capturing CUDA graphs (mixed prefill-decode, PIECEWISE): 100%|██████████| 67/67 [00:04<00:00, 14.1it/s]", {}),
@@ -116,7 +119,9 @@ EXAMPLES: dict[str, list[tuple[str, dict[str, str]]]] = {
     ],
     "routes": [("Available routes are:", {})],
     "route": [("Route: /v1/chat/completions, Methods: POST", {})],
-    "supported_tasks": [("Supported tasks: ['generate']", {})],
+    "supported_tasks": [("Supported tasks: ['generate']", {}), ("Supported_tasks: ['generate']", {})],
+    "engine_process_started": [("Started engine process with PID 77", {"pid": "77"})],
+    "v0_worker_died": [("Worker VllmWorkerProcess pid 78 died, exit code: -9", {"pid": "78", "exit_code": "-9"})],
     "throughput": [
         ("Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 12.3 tokens/s, Running: 1 reqs", {}),
         ("Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 0.0 tokens/s", {}),
