@@ -161,6 +161,7 @@ EXAMPLES: dict[str, list[tuple[str, dict[str, str]]]] = {
     ],
     "worker_failed": [("Worker failed", {})],
     "worker_proc_hit": [("WorkerProc hit an exception.", {})],
+    "worker_proc_failed": [("WorkerProc failed to start.", {}), ("WorkerProc failed.", {})],
     "worker_proc_died": [
         ("Worker proc VllmWorker-1 died unexpectedly, shutting down executor.", {"proc_name": "VllmWorker-1"}),
         ("Worker proc VllmWorker-1 died unexpectedly (exit code: -9), shutting down executor.", {}),
