@@ -49,6 +49,13 @@ EXAMPLES: dict[str, list[tuple[str, dict[str, str]]]] = {
     "nccl_found": [("Found nccl from library libnccl.so.2", {})],
     "custom_allreduce": [("Custom allreduce is disabled because your platform lacks GPU P2P capability or P2P test failed.", {})],
     "p2p_cache": [("reading GPU P2P access cache from /root/.cache/vllm/gpu_p2p_access_cache_for_0,1.json", {})],
+    "attention_backend": [
+        ("Using Flash Attention backend.", {}),
+        ("Using Flash Attention backend on V1 engine.", {}),
+        ("Using FlashInfer backend on V1 engine by default for Blackwell (SM 10.0) GPUs.", {}),
+    ],
+    "compile_cached": [("Cache the graph for dynamic shape for later use", {})],
+    "graph_addresses": [("Registering 5635 cuda graph addresses", {})],
     "load_begin": [("Starting to load model meta-llama/Llama-3.1-8B-Instruct...", {})],
     "load_from_scratch": [("Loading model from scratch...", {})],
     "weights_took": [("Loading weights took 2.63 seconds", {"seconds": "2.63"})],
@@ -210,7 +217,6 @@ def test_example_parses_to_its_rule(rule: str, text: str, values: dict[str, str]
     [
         "Loading safetensors checkpoint shards: 100% Completed | 9/9 [00:29<00:00,  3.28s/it]",  # the shared tqdm grammar's
         'INFO:     Application startup complete.',  # uvicorn: the shared http grammar's
-        "Using Flash Attention backend on V1 engine.",
         "Port is free",
     ],
 )
