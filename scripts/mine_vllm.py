@@ -65,6 +65,7 @@ START_UP_FILES: list[tuple[str, str]] = [
     # logging: the line format and the multi-line formatter
     ("vllm/logger.py", "logging"),
     ("vllm/logging_utils/*.py", "logging"),
+    ("vllm/logging/*.py", "logging"),  # the formatter's package until 0.5.x
     # launch: CLI, OpenAI server, HTTP launcher (uvicorn)
     ("vllm/entrypoints/openai/api_server.py", "launch"),
     ("vllm/entrypoints/openai/cli_args.py", "server_args"),
@@ -345,7 +346,7 @@ def logging_summary(files: dict[str, dict]) -> dict:
     for path, f in files.items():
         for m in f["messages"]:
             level = m["level"]
-            if level == "log_format" and path.startswith(("vllm/logger.py", "vllm/logging_utils/")):
+            if level == "log_format" and path.startswith(("vllm/logger.py", "vllm/logging_utils/", "vllm/logging/")):
                 key = "datefmt" if "DATE" in m.get("name", "") else "format"
                 summary[key].append(m["template"])
             elif level in ("formatter", "process_prefix", "process_name"):

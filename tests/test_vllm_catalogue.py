@@ -140,7 +140,7 @@ def test_child_process_prefix(version: str) -> None:
         assert any("(%(vllm_process_name)s pid=%(process)d)" in f for f in logging["format"])
 
 
-@pytest.mark.parametrize("version", [v for v in VERSIONS if v != "0.5.4"])
+@pytest.mark.parametrize("version", VERSIONS)
 def test_multi_line_messages_repeat_the_prefix(version: str) -> None:
     assert "NewLineFormatter" in load(version)["logging"]["formatter"]
 
