@@ -93,6 +93,7 @@ EXAMPLES: dict[str, list[tuple[str, dict[str, str]]]] = {
     "compile_graph": [("Compiling a graph for dynamic shape takes 21.43 s", {})],
     "compile_loaded": [("Directly load the compiled graph(s) for dynamic shape from the cache, took 2.913 s", {})],
     "compile_start": [("Starting torch.compile", {})],
+    "compile_warmup": [("Compile and warming up model for size 8", {})],
     "compile_total": [
         ("torch.compile takes 25.17 s in total", {"elapsed": "25.17"}),
         ("[backbone] torch.compile took 25.17 s in total", {"elapsed": "25.17"}),
