@@ -134,6 +134,8 @@ EXAMPLES: dict[str, list[tuple[str, dict[str, str]]]] = {
         ("Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 12.3 tokens/s, Running: 1 reqs", {}),
         ("Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 0.0 tokens/s", {}),
     ],
+    "request_error": [("Error with model object='error' message='The model `x` does not exist.' type='NotFoundError' code=404", {})],
+    "encoder_cache_budget": [("Encoder cache will be initialized with a budget of 8192 tokens, and profiled with 3 video items", {})],
     "received_request": [("Received request chatcmpl-6e17: prompt: 'hi', params: SamplingParams(n=1)", {})],
     "ray_dedup_note": [("(Ray deduplicates logs by default. Set RAY_DEDUP_LOGS=0 to disable log deduplication.)", {})],
     "kv_no_room": [
@@ -227,7 +229,7 @@ def test_lines_of_other_grammars_or_noise_are_not_vllm_messages(text: str) -> No
 
 # -- the envelope ----------------------------------------------------------------------------------
 
-ENVELOPES: list[tuple[str, dict[str, str], str]] = [
+ENVELOPES: list[tuple[str, dict[str, str], str | None]] = [
     # (line, tokens or values expected, message)
     ("INFO 11-18 18:07:28 engine.py:366] hello", {"LEVEL": "INFO", "DAY_TIME": "11-18 18:07:28"}, "hello"),
     ("ERROR 04-30 10:20:35 [core.py:700] EngineCore failed to start.", {"LEVEL": "ERROR"}, "EngineCore failed to start."),
@@ -247,6 +249,12 @@ ENVELOPES: list[tuple[str, dict[str, str], str]] = [
     ("(ApiServer_1 pid=7) INFO 12-01 10:00:00 [api_server.py:1] x", {"api_server": "ApiServer_1"}, "x"),
     ("(DPCoordinator pid=7) INFO 12-01 10:00:00 [coordinator.py:1] x", {"helper_process": "DPCoordinator"}, "x"),
     ("myhost INFO 04-30 10:20:35 [monitor.py:33] x", {"LOGGING_PREFIX": "myhost "}, "x"),
+    ("(VLLM_Qwen_Chat_Ray pid=609877) INFO 01-17 08:07:47 worker.py:232] x", {"other_process": "VLLM_Qwen_Chat_Ray"}, "x"),
+    ("(Worker_TP0 pid=34322)", {"worker_tags": "Worker_TP0", "pid": "34322"}, None),
+    # no prefix: the whole line is the message (uvicorn's level, a parenthesis that is no prefix)
+    ("INFO:     Application startup complete.", {}, "INFO:     Application startup complete."),
+    ("(Ray deduplicates logs by default. Set RAY_DEDUP_LOGS=0 to disable log deduplication.)", {},
+     "(Ray deduplicates logs by default. Set RAY_DEDUP_LOGS=0 to disable log deduplication.)"),
     ("(RayWorkerWrapper pid=6, ip=10.0.0.3) INFO 01-17 08:07:43 model_runner.py:1077] Loading model weights took "
      "7.1216 GB [repeated 3x across cluster]", {"RAY_REPEATED": " [repeated 3x across cluster]"},
      "Loading model weights took 7.1216 GB"),
@@ -265,7 +273,7 @@ def _tokens_and_values(node: object) -> dict[str, str]:
 
 
 @pytest.mark.parametrize(("line", "expected", "message"), ENVELOPES)
-def test_envelope(line: str, expected: dict[str, str], message: str) -> None:
+def test_envelope(line: str, expected: dict[str, str], message: str | None) -> None:
     parsed = parse("vllm_envelope", line)
     assert parsed is not None, line
     found = _tokens_and_values(parsed)
