@@ -40,6 +40,7 @@ EXAMPLES: dict[str, list[tuple[str, dict[str, str]]]] = {
     "world_info": [
         ("world_size=4 rank=1 local_rank=1 distributed_init_method=tcp://10.0.0.1:29500 backend=nccl",
          {"world_size": "4", "rank": "1", "local_rank": "1"}),
+        ("Adjusting world_size=8 rank=4 distributed_init_method=tcp://10.0.0.1:29500 for DP", {"rank": "4"}),
     ],
     "rank_assigned": [
         ("rank 1 in world size 4 is assigned as DP rank 0, PP rank 0, TP rank 1, EP rank 1",
@@ -74,6 +75,7 @@ EXAMPLES: dict[str, list[tuple[str, dict[str, str]]]] = {
     "gpu_blocks": [
         ("# GPU blocks: 10039, # CPU blocks: 1310", {"gpu_block_count": "10039"}),
         ("# GPU blocks: 27000", {"gpu_block_count": "27000"}),
+        ("# cuda blocks: 27908, # CPU blocks: 2048", {"gpu_block_count": "27908"}),
     ],
     "kv_cache_size": [
         ("GPU KV cache size: 428,592 tokens", {"tokens": "428,592"}),
@@ -136,6 +138,19 @@ EXAMPLES: dict[str, list[tuple[str, dict[str, str]]]] = {
     ],
     "request_error": [("Error with model object='error' message='The model `x` does not exist.' type='NotFoundError' code=404", {})],
     "encoder_cache_budget": [("Encoder cache will be initialized with a budget of 8192 tokens, and profiled with 3 video items", {})],
+    "engine_core_waiting": [("Waiting for init message from front-end.", {})],
+    "processes_started": [("Started DP Coordinator process (PID: 88)", {}), ("Started 4 API server processes", {})],
+    "shm_handle": [("vLLM message queue communication handle: Handle(local_reader_ranks=[1, 2, 3])", {})],
+    "all2all_manager": [("Using DeepEP High-Throughput all2all manager.", {})],
+    "weights_format": [("Using model weights format ['*.safetensors']", {})],
+    "weights_download": [("Time spent downloading weights for Qwen/Qwen3-8B: 41.338172 seconds", {})],
+    "profiling_skipped": [
+        ("Skipping memory profiling for multimodal encoder and encoder cache.", {}),
+        ("Initial free memory 78.5 GiB, reserved 20.00GiB memory for KV Cache as specified by kv_cache_memory_bytes", {}),
+    ],
+    "request_failed": [("Request chatcmpl-1 failed (engine dead).", {})],
+    "shm_stall": [("No available shared memory broadcast block found in 60 seconds. This typically happens", {"seconds": "60"})],
+    "shutdown": [("Shutting down FastAPI HTTP server.", {}), ("Parent process exited, terminating worker", {})],
     "received_request": [("Received request chatcmpl-6e17: prompt: 'hi', params: SamplingParams(n=1)", {})],
     "ray_dedup_note": [("(Ray deduplicates logs by default. Set RAY_DEDUP_LOGS=0 to disable log deduplication.)", {})],
     "kv_no_room": [
