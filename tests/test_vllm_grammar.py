@@ -34,6 +34,12 @@ EXAMPLES: dict[str, list[tuple[str, dict[str, str]]]] = {
         ("Initializing a V1 LLM engine (v0.11.0) with config: model='m'", {"version": "0.11.0", "engine_kind": "V1 "}),
         ("Initializing a V0 LLM engine (v0.8.5.post1) with config: model='m', use_cached_outputs=True, ", {"engine_kind": "V0 "}),
     ],
+    "headless_launch": [
+        ("Launching vLLM (v0.33.0) headless multiproc executor, with head node address 10.0.0.1 for torch.distributed",
+         {"version": "0.33.0"}),
+        ("Launching 2 data parallel engine(s) in headless mode, with head node address 10.0.0.1.", {}),
+    ],
+    "grpc_server": [("vLLM gRPC server started on 0.0.0.0:50051", {}), ("Server is ready to accept requests", {})],
     "max_model_len": [("Using max model len 32768", {"tokens": "32768"})],
     "port_retry": [("Port 8000 is already in use, trying port 8001", {"port": "8000", "next_port": "8001"})],
     "ray_placement_wait": [("Waiting for creating a placement group of specs for 30 seconds. specs=[{'GPU': 1.0}].", {})],
