@@ -25,6 +25,12 @@ On top of that, what is particular to vLLM's output:
   and the Ray actor classes whose lines Ray prefixes with
   ``(ClassName pid=N, ip=A)`` (``ray.remote(...)(Class)``).
 
+and, for messages mine_sglang's walker does not see: a parameter's string default
+used as the message (``message: str = "%storch.compile took %.2f s in total"``),
+an exception built in a variable before it is raised (``e = Exception("WorkerProc
+initialization failed ..."); raise e``), an exception class's message constant
+(``EngineDeadError``), and the ``lgr`` logger argument of the newest release.
+
 Each catalogue file also carries a ``logging`` summary (format, date format,
 formatter classes, prefixes and process names) so the envelope of a release
 can be read without walking the messages.
