@@ -263,7 +263,7 @@ def progress_bar(p: Parsed, text: str, at: LineInfo) -> ev.EventBase:
     return at.event(
         ev.ProgressBar,
         p.rule,
-        desc=(p.first("BAR_DESC") or "").strip(),
+        desc=(p.first("WEIGHTS_BAR_DESC") or p.first("CAPTURE_BAR_DESC") or p.first("BAR_DESC") or "").strip(),
         percent=int((p.first("BAR_PERCENT") or "0").strip().rstrip("%")),
         done=int(p.value("done") or 0),
         total=int(p.value("total") or 0),
