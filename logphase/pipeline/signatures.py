@@ -68,6 +68,12 @@ def read_error(text: str) -> Reading:
     return Reading(None, None, Role.ROOT, phase, hint)
 
 
+def deciding_row(text: str) -> Signature | None:
+    """The row that decides a text (a wrapper's own row, not the row of what it quotes)."""
+    found = _first_row(text)
+    return found[0] if found else None
+
+
 def _first_row(text: str) -> tuple[Signature, int] | None:
     for signature, pattern in _compiled():
         m = pattern.search(text)
