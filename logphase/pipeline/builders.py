@@ -133,7 +133,7 @@ def memory_imbalance(p: Parsed, text: str, at: LineInfo) -> ev.EventBase:
 
 
 def runtime_batch(p: Parsed, text: str, at: LineInfo) -> ev.EventBase:
-    stage = "prefill" if (p.first("RUNTIME_BATCH") or "").startswith("Prefill") else "decode"
+    stage = "prefill" if p.first("PREFILL_BATCH") else "decode"  # sglang.lark lexes a prefill's apart
     return at.event(ev.RuntimeBatch, p.rule, stage=stage, fields=dict(p.fields))
 
 

@@ -62,7 +62,7 @@ def _dispatch() -> tuple[re.Pattern[str], dict[str, re.Pattern[str]], re.Pattern
     return re.compile("|".join(groups)), per_grammar, re.compile(probes), re.compile(anywhere)
 
 
-def _fast_paths() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+def _fast_paths() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
     """Regexes for the high-volume lines (access log, batch statistics, NCCL INFO), composed from
     the grammars' own terminals: a served log has millions of these, and Lark costs ~50 us each."""
     t = terminal_pattern
@@ -71,14 +71,15 @@ def _fast_paths() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str], re
         rf"(?P<method>{t('http', 'METHOD')}) (?P<path>{t('http', 'PATH')}) {t('http', 'PROTOCOL')}\" (?P<status>\d+)"
     )
     batch = re.compile(t("sglang", "RUNTIME_BATCH"))
+    prefill = re.compile(t("sglang", "PREFILL_BATCH"))  # the batch statistics of a prefill
     field = re.compile(rf"(?P<key>{t('sglang', 'FIELD_KEY')})(?:=|: )(?P<value>{t('sglang', 'FIELD_VALUE')})")
     nccl_info = re.compile(
         rf"(?P<host>{t('nccl', 'NCCL_HOST')}):(?P<pid>\d+):\d+ \[(?P<device>\d+)\] NCCL INFO(?: (?P<rest>.*))?", re.DOTALL
     )
-    return access, batch, field, nccl_info
+    return access, batch, prefill, field, nccl_info
 
 
-_ACCESS, _BATCH, _FIELD, _NCCL_INFO = _fast_paths()
+_ACCESS, _BATCH, _PREFILL_BATCH, _FIELD, _NCCL_INFO = _fast_paths()
 
 
 def all_heads() -> list[str]:
@@ -192,12 +193,12 @@ def per_grammar_match(grammar: str, text: str) -> bool:
 
 def _fast_path(grammar: str, text: str, at: LineInfo) -> ev.EventBase | None:
     """The events of the commonest lines without Lark: what the grammars would give."""
-    if grammar == "sglang" and text.startswith(("Decode batch", "Prefill batch")):
+    if grammar == "sglang":
         head = _BATCH.match(text)
         if head is None:
             return None
         fields = {f.group("key").strip(): f.group("value").strip() for f in _FIELD.finditer(text, head.end())}
-        stage = "prefill" if text.startswith("Prefill") else "decode"
+        stage = "prefill" if _PREFILL_BATCH.match(text) else "decode"
         return at.event(ev.RuntimeBatch, "runtime_batch", stage=stage, fields=fields)
     if grammar == "http":
         m = _ACCESS.match(text)

@@ -89,6 +89,7 @@ class Message:
     # they are then TP0's
     scheduler: bool = False
     stream: Stream | None = "stderr"  # where its writer writes; None: either (a shell's, a launcher's)
+    cause: Cause | None = None  # the cause a one-line error states (the row's event is an error line)
 
 
 class ServerFunction(NamedTuple):
@@ -130,6 +131,14 @@ class Pack:
     launchers: tuple[str, ...] = ()
     # what the server's warmup asks first (an HTTP path prefix): warmup evidence, not serving
     warmup_paths: tuple[str, ...] = ()
+    # a traceback's frames (regular expressions over a frame's path): the server's own code, and a
+    # test harness's (a harness's failure is not the server's)
+    server_paths: tuple[str, ...] = ()
+    harness_paths: tuple[str, ...] = ()
+    # what the server logs before the traceback of a process that dies from it (regular expressions
+    # over the header), and the same when the input ends inside the header ('... hit an exception: Tra')
+    fatal_headers: tuple[str, ...] = ()
+    cut_headers: tuple[str, ...] = ()
 
 
 # -- transitions the rows of several packs use ------------------------------------------------------

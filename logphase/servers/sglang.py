@@ -138,10 +138,11 @@ MESSAGES: dict[str, Message] = {
     ),
     "scheduler_dead": Message("sglang", b.child("scheduler_dead")),
     "exit_code": Message("sglang", b.child("exit_code", "code")),
-    "init_failed": Message("sglang", b.error("init_failed")),
+    "init_failed": Message("sglang", b.error("init_failed"), cause=Cause.CHILD_PROCESS_FAILED),
     "watchdog_timeout": Message(
         "sglang",
         b.error("watchdog_timeout"),
+        cause=Cause.WATCHDOG_TIMEOUT,
     ),
     "subprocess_crashed": Message(
         "sglang",
@@ -151,12 +152,14 @@ MESSAGES: dict[str, Message] = {
     "not_enough_memory": Message(
         "sglang",
         b.error("not_enough_memory"),
+        cause=Cause.KV_CACHE_INSUFFICIENT_MEMORY,
     ),
     "kv_no_room": Message(
         "sglang",
         b.error("not_enough_memory"),
+        cause=Cause.KV_CACHE_INSUFFICIENT_MEMORY,
     ),
-    "port_in_use": Message("sglang", b.error("port_in_use")),
+    "port_in_use": Message("sglang", b.error("port_in_use"), cause=Cause.PORT_IN_USE),
     "memory_imbalance": Message(
         "sglang",
         b.memory_imbalance,
@@ -578,4 +581,8 @@ PACK = Pack(
     hint_settings={"mfs": "mem_fraction_static", "max_bs": "cuda_graph_max_bs", "port": "port"},
     launchers=("launch_server",),
     warmup_paths=("/model_info", "/get_model_info"),
+    server_paths=(r"sglang/srt", r"launch_server"),
+    harness_paths=(r"/sglang/test/",),
+    fatal_headers=(r"hit an exception", r"^Initialization failed"),
+    cut_headers=(r"hit an exception", r"warmup error"),
 )

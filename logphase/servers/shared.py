@@ -110,6 +110,7 @@ MESSAGES: dict[str, Message] = {
     "http_bind_failed": Message(
         "http",
         b.bind_failed,
+        cause=Cause.PORT_IN_USE,
     ),
     "http_startup_failed": Message("http", b.http_state("startup_failed")),
     "http_shutdown": Message("http", b.http_state("shutdown")),
@@ -287,4 +288,7 @@ PACK = Pack(
     messages=MESSAGES,
     signatures=SIGNATURES,
     hints=HINTS,
+    # PyTorch's, transformers' (and, until its pack, vLLM's) code runs the server's work
+    server_paths=(r"/torch/", r"/transformers/", r"/vllm/"),
+    harness_paths=(r"unittest/", r"/_pytest/", r"pytest", r"/test_[^/]*\.py$", r"/tests?/"),
 )
