@@ -112,27 +112,42 @@ def classify(env: Envelope, at: LineInfo) -> ev.EventBase | None:
         return None
     if len(text) > MAX_PARSE_CHARS and _SERVER_ARGS_LITERAL not in text:
         return None  # only a server_args dump is built from a line this long (see _build)
-    heads, per_grammar, probes, anywhere = _dispatch()
-    m = heads.match(text)
-    if m is not None:
-        event = _build(m.lastgroup or "", text, at)
-        if event is not None:
-            return event
-        # another grammar's head may match here too
-        for grammar, pattern in per_grammar.items():
-            if grammar != m.lastgroup and pattern.match(text):
-                event = _build(grammar, text, at)
-                if event is not None:
-                    return event
+    event = _at_start(text, at)
+    if event is not None:
+        return event
     # a bar longer than MAX_PARSE_CHARS is never built: no need to look for its meter (a search
     # through a long line of garbage with many '%' costs milliseconds)
+    _, _, probes, _ = _dispatch()
     if "%" in text and len(text) <= MAX_PARSE_CHARS and probes.search(text) is not None:
         event = _build("tqdm", text, at)
         if event is not None:
             return event
+    return _further_in(text, at)
+
+
+def _at_start(text: str, at: LineInfo) -> ev.EventBase | None:
+    """A message at the start of the body: the grammar whose head matches first, then any other."""
+    heads, per_grammar, _, _ = _dispatch()
+    m = heads.match(text)
+    if m is None:
+        return None
+    event = _build(m.lastgroup or "", text, at)
+    if event is not None:
+        return event
+    # another grammar's head may match here too
+    for grammar, pattern in per_grammar.items():
+        if grammar != m.lastgroup and pattern.match(text):
+            event = _build(grammar, text, at)
+            if event is not None:
+                return event
+    return None
+
+
+def _further_in(text: str, at: LineInfo) -> ev.EventBase | None:
+    """A message behind something logphase does not know (another logger's prefix): by its text."""
     if len(text) > _LONG_LINE and not any(lead in text for lead in _anywhere_leads()):
-        return None  # no SGLang message starts anywhere in it: a long line is not scanned for one
-    # a message behind something logphase does not know (another logger's prefix): by its text
+        return None  # no server message starts anywhere in it: a long line is not scanned for one
+    _, _, _, anywhere = _dispatch()
     for found in anywhere.finditer(text, 1):
         grammar = "server_args" if text.startswith("server_args=", found.start()) else "sglang"
         event = _build(grammar, text[found.start() :], at)
