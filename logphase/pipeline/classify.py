@@ -16,7 +16,7 @@ from functools import cache
 from logphase.pipeline import events as ev
 from logphase.pipeline.envelope import Envelope
 from logphase.pipeline.events import LineInfo
-from logphase.pipeline.grammars import first_terminals, message_rules, parse, terminal_pattern
+from logphase.pipeline.grammars import first_literal, first_terminals, message_rules, parse, terminal_pattern
 from logphase.pipeline.messages import MESSAGES
 from logphase.pipeline.plain import MAX_PARSE_CHARS
 from logphase.pipeline.prefilter import leading_literals
@@ -149,7 +149,7 @@ def _further_in(text: str, at: LineInfo) -> ev.EventBase | None:
         return None  # no server message starts anywhere in it: a long line is not scanned for one
     _, _, _, anywhere = _dispatch()
     for found in anywhere.finditer(text, 1):
-        grammar = "server_args" if text.startswith("server_args=", found.start()) else "sglang"
+        grammar = "server_args" if text.startswith(_SERVER_ARGS_LITERAL, found.start()) else "sglang"
         event = _build(grammar, text[found.start() :], at)
         if event is not None:
             return event
@@ -157,7 +157,7 @@ def _further_in(text: str, at: LineInfo) -> ev.EventBase | None:
 
 
 # what every head of the server_args grammar holds (tests/test_binary_input.py checks it)
-_SERVER_ARGS_LITERAL = "server_args="
+_SERVER_ARGS_LITERAL = first_literal("server_args", "server_args")
 # Lines longer than this are first searched for the literal starts of the SGLang messages looked
 # for anywhere in a line (str.find is a fast search; the alternation of the heads tries each head
 # at each position, ~1 us a character)

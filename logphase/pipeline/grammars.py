@@ -164,6 +164,15 @@ def first_terminals(source: str, rule: str) -> list[str]:
     return found
 
 
+def first_literal(source: str, rule: str) -> str:
+    """The text a rule starts with when its first terminal is a string (``"server_args="``)."""
+    name = first_terminals(source, rule)[0]
+    terminal = parser(source).get_terminal(name)
+    if terminal.pattern.type != "str":
+        raise ValueError(f"{source}.{rule} starts with a pattern, not a literal")
+    return str(terminal.pattern.value)
+
+
 class Parsed:
     """A grammar match flattened for the event layer: the rule that matched, its tokens by terminal
     name, its ``key=value`` fields, and the values of its named sub-rules (``requested: INT``)."""
