@@ -20,11 +20,14 @@ from logphase.pipeline.grammars import first_literal, first_terminals, message_r
 from logphase.pipeline.messages import MESSAGES
 from logphase.pipeline.plain import MAX_PARSE_CHARS
 from logphase.pipeline.prefilter import leading_literals
+from logphase.servers import PACKS
 
-# grammars tried on a line's body, in this order when heads of several match at its start
-DISPATCHED = ("server_args", "sglang", "http", "nccl", "gloo", "torch", "process", "tqdm")
+# the servers' own grammars: their messages are looked for anywhere in a line too
+SERVER_GRAMMARS = tuple(g for pack in PACKS if pack.server for g in pack.grammars)
 # writers other than the one a traceback comes from: their lines do not continue it
-FOREIGN = ("http", "nccl", "gloo", "torch", "process", "tqdm")
+FOREIGN = tuple(g for pack in PACKS if not pack.server for g in pack.grammars)
+# grammars tried on a line's body, in this order when heads of several match at its start
+DISPATCHED = SERVER_GRAMMARS + FOREIGN
 # tqdm bars start with any description: they are told by their meter, wherever it is
 PROBES = {"tqdm": ("BAR_PERCENT", "BAR_METER")}
 
@@ -58,7 +61,7 @@ def _dispatch() -> tuple[re.Pattern[str], dict[str, re.Pattern[str]], re.Pattern
     probes = "|".join(
         f"(?P<{grammar}>{''.join(terminal_pattern(grammar, t) for t in names)})" for grammar, names in PROBES.items()
     )
-    anywhere = "|".join(f"(?:{h})" for g in ("server_args", "sglang") for h in _heads(g) if _literal_led(h))
+    anywhere = "|".join(f"(?:{h})" for g in SERVER_GRAMMARS for h in _heads(g) if _literal_led(h))
     return re.compile("|".join(groups)), per_grammar, re.compile(probes), re.compile(anywhere)
 
 
@@ -86,7 +89,7 @@ def all_heads() -> list[str]:
     """Every head the dispatch looks for, at a message's start or (SGLang's) anywhere in it; the
     progress-bar probes aside (they need a '%'): what can make a line an event (prefilter.py)."""
     return [h for g in DISPATCHED if g not in PROBES for h in _heads(g)] + [
-        h for g in ("server_args", "sglang") for h in _heads(g)
+        h for g in SERVER_GRAMMARS for h in _heads(g)
     ]
 
 
@@ -169,7 +172,7 @@ def _anywhere_leads() -> tuple[str, ...]:
     """What each SGLang head searched anywhere starts with (they are literal-led): a line holding
     none of these holds no match of the ``anywhere`` pattern."""
     leads: set[str] = set()
-    for g in ("server_args", "sglang"):
+    for g in SERVER_GRAMMARS:
         for head in _heads(g):
             if _literal_led(head):
                 found = leading_literals(head)

@@ -120,6 +120,8 @@ class Pack:
     name: str  # its folder under grammars/ and its module under logphase/servers/
     display_name: str
     grammars: tuple[str, ...]  # the message grammars it brings (file stems), in dispatch order
+    server: bool = True  # a server's pack (its messages are looked for anywhere in a line), or the shared one
+    record_grammars: tuple[str, ...] = ()  # grammars of multi-line records' lines (records.py assembles them)
     error_grammars: tuple[str, ...] = ()  # grammars of error phrases, read by the cause table
     messages: Mapping[str, Message] = field(default_factory=dict)
     signatures: tuple[Signature, ...] = ()
