@@ -211,3 +211,37 @@ def test_adding_a_server_is_a_grammar_folder_a_module_and_a_registry_line() -> N
                 named = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
                 for pack in PACKS:
                     assert f"logphase.servers.{pack.name}" not in named, f"{path.name} imports the {pack.name} pack"
+
+
+# -- each phrase once ----------------------------------------------------------------------------------
+
+# the failure phrases issue 19 found typed in both sglang.lark and errors.lark (and their kin)
+ONCE = (
+    "sigquit from a child proces",
+    "kill_process_tree called",
+    "scheduler died during initialization",
+    "scheduler is dead",
+    "crashed with exit code",
+    "Initialization failed",
+    "atchdog timeout",
+    "Not enough GPU memory for hybrid",
+    "leave no GPU memory for the KV cache",
+    "Port is already in use",
+    "memory capacity is unbalanced",
+    "graph failed",
+    "Scheduler or DataParallelController",
+)
+
+
+def _grammar_text_without_comments() -> str:
+    return "\n".join(
+        line
+        for path in sorted(grammar_dir().glob("*/*.lark"))
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if not line.lstrip().startswith("//")
+    )
+
+
+@pytest.mark.parametrize("phrase", ONCE)
+def test_a_failure_phrase_is_written_once(phrase: str) -> None:
+    assert _grammar_text_without_comments().count(phrase) == 1
