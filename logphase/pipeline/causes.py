@@ -13,15 +13,19 @@ error grammars has its row and every row its rule.
 
 from __future__ import annotations
 
+import functools
 import itertools
 
-from logphase.servers import PACKS
 from logphase.servers.pack import Cause, Role, Signature
 
 __all__ = ["ECHO_PREFERENCE", "SIGNATURES", "SIGNATURE_OF_RULE", "Cause", "Role", "Signature"]
 
 
-def _ordered() -> tuple[Signature, ...]:
+@functools.cache
+def signatures() -> tuple[Signature, ...]:
+    """Every pack's signature rows, in the order of their ranks."""
+    from logphase.servers import PACKS
+
     rows = sorted((s for pack in PACKS for s in pack.signatures), key=lambda s: s.rank)
     for before, after in itertools.pairwise(rows):
         if before.rank == after.rank:
@@ -29,9 +33,25 @@ def _ordered() -> tuple[Signature, ...]:
     return tuple(rows)
 
 
-SIGNATURES: tuple[Signature, ...] = _ordered()
+@functools.cache
+def _by_rule() -> dict[str, Signature]:
+    return {s.rule: s for s in signatures()}
 
-SIGNATURE_OF_RULE = {s.rule: s for s in SIGNATURES}
+
+# the table, and its rows by rule: assembled on first use (module __getattr__ below)
+SIGNATURES: tuple[Signature, ...]
+SIGNATURE_OF_RULE: dict[str, Signature]
+
+
+def __getattr__(name: str) -> object:
+    # SIGNATURES and SIGNATURE_OF_RULE are assembled on first use: the Cause vocabulary alone
+    # (`logphase --help`, the schema) loads no pack
+    if name == "SIGNATURES":
+        return signatures()
+    if name == "SIGNATURE_OF_RULE":
+        return _by_rule()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 # With no root cause in sight, the most telling echo names the failure: a kill says more than a
 # dropped peer, which says more than 'a child failed'.

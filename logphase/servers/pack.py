@@ -17,11 +17,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Literal, NamedTuple
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
-from logphase.pipeline.builders import Builder
 from logphase.pipeline.phases import Phase, Transition
 from logphase.pipeline.phases import Role as PhaseRole
+
+if TYPE_CHECKING:  # the row types stay light: `logphase --help` reads the Cause vocabulary only
+    from logphase.pipeline.builders import Builder
 
 
 class Cause(str, Enum):
