@@ -1,4 +1,5 @@
-"""The cause table: grammars/shared/errors.lark's phrases and causes.SIGNATURES' rows agree, and the
+"""The cause table: the error grammars' phrases (grammars/shared/errors.lark, grammars/sglang/sglang_errors.lark)
+and causes.SIGNATURES' rows (the packs') agree, and the
 table reads the texts of the error families in the spec (timeouts versus errors, wrappers, echoes)."""
 
 from __future__ import annotations

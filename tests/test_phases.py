@@ -9,10 +9,11 @@ from logphase.pipeline.functions import SERVER_FUNCTIONS, call_phase, frame_phas
 from logphase.pipeline.grammars import GRAMMAR_SOURCES, defined_rules, message_rules, used_rules
 from logphase.pipeline.messages import MESSAGES, transitions
 from logphase.pipeline.phases import PHASE_ORDER, Phase, Role, Transition, validate_table
+from logphase.pipeline.signatures import ERROR_GRAMMARS
 
-# grammars whose rules are messages (envelope.lark lends its terminals to the envelope stage,
-# errors.lark its phrases to the cause table)
-MESSAGE_GRAMMARS = [g for g in GRAMMAR_SOURCES if g not in ("envelope", "errors")]
+# grammars whose rules are messages (envelope.lark lends its terminals to the envelope stage, the
+# error grammars their phrases to the cause table)
+MESSAGE_GRAMMARS = [g for g in GRAMMAR_SOURCES if g != "envelope" and g not in ERROR_GRAMMARS]
 
 
 def test_table_is_valid() -> None:

@@ -133,8 +133,17 @@ def memory_imbalance(p: Parsed, text: str, at: LineInfo) -> ev.EventBase:
 
 
 def runtime_batch(p: Parsed, text: str, at: LineInfo) -> ev.EventBase:
-    stage = "prefill" if (p.first("RUNTIME_BATCH") or "").startswith("Prefill") else "decode"
+    stage = "prefill" if p.first("PREFILL_BATCH") else "decode"  # sglang.lark lexes a prefill's apart
     return at.event(ev.RuntimeBatch, p.rule, stage=stage, fields=dict(p.fields))
+
+
+# the scheduler's settings the ready line states as key=value: SchedulerReady's own fields (the one
+# list), but for the capacity (the rule's first value) and the memory (in GB, GPU or CPU)
+_SCHEDULER_COUNTS = tuple(
+    name
+    for name in ev.SchedulerReady.model_fields
+    if name not in ev.EventBase.model_fields and name not in ("max_total_num_tokens", "available_gpu_mem_gb")
+)
 
 
 def scheduler_ready(p: Parsed, text: str, at: LineInfo) -> ev.EventBase:
@@ -143,11 +152,8 @@ def scheduler_ready(p: Parsed, text: str, at: LineInfo) -> ev.EventBase:
         ev.SchedulerReady,
         p.rule,
         max_total_num_tokens=integer(p.value("total_tokens")),
-        chunked_prefill_size=integer(f.get("chunked_prefill_size")),
-        max_prefill_tokens=integer(f.get("max_prefill_tokens")),
-        max_running_requests=integer(f.get("max_running_requests")),
-        context_len=integer(f.get("context_len")),
         available_gpu_mem_gb=gigabytes(f.get("available_gpu_mem") or f.get("available_cpu_mem")),
+        **{name: integer(f.get(name)) for name in _SCHEDULER_COUNTS},
     )
 
 
@@ -263,7 +269,7 @@ def progress_bar(p: Parsed, text: str, at: LineInfo) -> ev.EventBase:
     return at.event(
         ev.ProgressBar,
         p.rule,
-        desc=(p.first("BAR_DESC") or "").strip(),
+        desc=(p.first("WEIGHTS_BAR_DESC") or p.first("CAPTURE_BAR_DESC") or p.first("BAR_DESC") or "").strip(),
         percent=int((p.first("BAR_PERCENT") or "0").strip().rstrip("%")),
         done=int(p.value("done") or 0),
         total=int(p.value("total") or 0),

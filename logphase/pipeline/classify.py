@@ -16,15 +16,18 @@ from functools import cache
 from logphase.pipeline import events as ev
 from logphase.pipeline.envelope import Envelope
 from logphase.pipeline.events import LineInfo
-from logphase.pipeline.grammars import first_terminals, message_rules, parse, terminal_pattern
+from logphase.pipeline.grammars import first_literal, first_terminals, message_rules, parse, terminal_pattern
 from logphase.pipeline.messages import MESSAGES
 from logphase.pipeline.plain import MAX_PARSE_CHARS
 from logphase.pipeline.prefilter import leading_literals
+from logphase.servers import PACKS
 
-# grammars tried on a line's body, in this order when heads of several match at its start
-DISPATCHED = ("server_args", "sglang", "http", "nccl", "gloo", "torch", "process", "tqdm")
+# the servers' own grammars: their messages are looked for anywhere in a line too
+SERVER_GRAMMARS = tuple(g for pack in PACKS if pack.server for g in pack.grammars)
 # writers other than the one a traceback comes from: their lines do not continue it
-FOREIGN = ("http", "nccl", "gloo", "torch", "process", "tqdm")
+FOREIGN = tuple(g for pack in PACKS if not pack.server for g in pack.grammars)
+# grammars tried on a line's body, in this order when heads of several match at its start
+DISPATCHED = SERVER_GRAMMARS + FOREIGN
 # tqdm bars start with any description: they are told by their meter, wherever it is
 PROBES = {"tqdm": ("BAR_PERCENT", "BAR_METER")}
 
@@ -58,11 +61,11 @@ def _dispatch() -> tuple[re.Pattern[str], dict[str, re.Pattern[str]], re.Pattern
     probes = "|".join(
         f"(?P<{grammar}>{''.join(terminal_pattern(grammar, t) for t in names)})" for grammar, names in PROBES.items()
     )
-    anywhere = "|".join(f"(?:{h})" for g in ("server_args", "sglang") for h in _heads(g) if _literal_led(h))
+    anywhere = "|".join(f"(?:{h})" for g in SERVER_GRAMMARS for h in _heads(g) if _literal_led(h))
     return re.compile("|".join(groups)), per_grammar, re.compile(probes), re.compile(anywhere)
 
 
-def _fast_paths() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+def _fast_paths() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
     """Regexes for the high-volume lines (access log, batch statistics, NCCL INFO), composed from
     the grammars' own terminals: a served log has millions of these, and Lark costs ~50 us each."""
     t = terminal_pattern
@@ -71,21 +74,22 @@ def _fast_paths() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str], re
         rf"(?P<method>{t('http', 'METHOD')}) (?P<path>{t('http', 'PATH')}) {t('http', 'PROTOCOL')}\" (?P<status>\d+)"
     )
     batch = re.compile(t("sglang", "RUNTIME_BATCH"))
+    prefill = re.compile(t("sglang", "PREFILL_BATCH"))  # the batch statistics of a prefill
     field = re.compile(rf"(?P<key>{t('sglang', 'FIELD_KEY')})(?:=|: )(?P<value>{t('sglang', 'FIELD_VALUE')})")
     nccl_info = re.compile(
         rf"(?P<host>{t('nccl', 'NCCL_HOST')}):(?P<pid>\d+):\d+ \[(?P<device>\d+)\] NCCL INFO(?: (?P<rest>.*))?", re.DOTALL
     )
-    return access, batch, field, nccl_info
+    return access, batch, prefill, field, nccl_info
 
 
-_ACCESS, _BATCH, _FIELD, _NCCL_INFO = _fast_paths()
+_ACCESS, _BATCH, _PREFILL_BATCH, _FIELD, _NCCL_INFO = _fast_paths()
 
 
 def all_heads() -> list[str]:
     """Every head the dispatch looks for, at a message's start or (SGLang's) anywhere in it; the
     progress-bar probes aside (they need a '%'): what can make a line an event (prefilter.py)."""
     return [h for g in DISPATCHED if g not in PROBES for h in _heads(g)] + [
-        h for g in ("server_args", "sglang") for h in _heads(g)
+        h for g in SERVER_GRAMMARS for h in _heads(g)
     ]
 
 
@@ -111,29 +115,44 @@ def classify(env: Envelope, at: LineInfo) -> ev.EventBase | None:
         return None
     if len(text) > MAX_PARSE_CHARS and _SERVER_ARGS_LITERAL not in text:
         return None  # only a server_args dump is built from a line this long (see _build)
-    heads, per_grammar, probes, anywhere = _dispatch()
-    m = heads.match(text)
-    if m is not None:
-        event = _build(m.lastgroup or "", text, at)
-        if event is not None:
-            return event
-        # another grammar's head may match here too
-        for grammar, pattern in per_grammar.items():
-            if grammar != m.lastgroup and pattern.match(text):
-                event = _build(grammar, text, at)
-                if event is not None:
-                    return event
+    event = _at_start(text, at)
+    if event is not None:
+        return event
     # a bar longer than MAX_PARSE_CHARS is never built: no need to look for its meter (a search
     # through a long line of garbage with many '%' costs milliseconds)
+    _, _, probes, _ = _dispatch()
     if "%" in text and len(text) <= MAX_PARSE_CHARS and probes.search(text) is not None:
         event = _build("tqdm", text, at)
         if event is not None:
             return event
+    return _further_in(text, at)
+
+
+def _at_start(text: str, at: LineInfo) -> ev.EventBase | None:
+    """A message at the start of the body: the grammar whose head matches first, then any other."""
+    heads, per_grammar, _, _ = _dispatch()
+    m = heads.match(text)
+    if m is None:
+        return None
+    event = _build(m.lastgroup or "", text, at)
+    if event is not None:
+        return event
+    # another grammar's head may match here too
+    for grammar, pattern in per_grammar.items():
+        if grammar != m.lastgroup and pattern.match(text):
+            event = _build(grammar, text, at)
+            if event is not None:
+                return event
+    return None
+
+
+def _further_in(text: str, at: LineInfo) -> ev.EventBase | None:
+    """A message behind something logphase does not know (another logger's prefix): by its text."""
     if len(text) > _LONG_LINE and not any(lead in text for lead in _anywhere_leads()):
-        return None  # no SGLang message starts anywhere in it: a long line is not scanned for one
-    # a message behind something logphase does not know (another logger's prefix): by its text
+        return None  # no server message starts anywhere in it: a long line is not scanned for one
+    _, _, _, anywhere = _dispatch()
     for found in anywhere.finditer(text, 1):
-        grammar = "server_args" if text.startswith("server_args=", found.start()) else "sglang"
+        grammar = "server_args" if text.startswith(_SERVER_ARGS_LITERAL, found.start()) else "sglang"
         event = _build(grammar, text[found.start() :], at)
         if event is not None:
             return event
@@ -141,7 +160,7 @@ def classify(env: Envelope, at: LineInfo) -> ev.EventBase | None:
 
 
 # what every head of the server_args grammar holds (tests/test_binary_input.py checks it)
-_SERVER_ARGS_LITERAL = "server_args="
+_SERVER_ARGS_LITERAL = first_literal("server_args", "server_args")
 # Lines longer than this are first searched for the literal starts of the SGLang messages looked
 # for anywhere in a line (str.find is a fast search; the alternation of the heads tries each head
 # at each position, ~1 us a character)
@@ -153,7 +172,7 @@ def _anywhere_leads() -> tuple[str, ...]:
     """What each SGLang head searched anywhere starts with (they are literal-led): a line holding
     none of these holds no match of the ``anywhere`` pattern."""
     leads: set[str] = set()
-    for g in ("server_args", "sglang"):
+    for g in SERVER_GRAMMARS:
         for head in _heads(g):
             if _literal_led(head):
                 found = leading_literals(head)
@@ -192,12 +211,12 @@ def per_grammar_match(grammar: str, text: str) -> bool:
 
 def _fast_path(grammar: str, text: str, at: LineInfo) -> ev.EventBase | None:
     """The events of the commonest lines without Lark: what the grammars would give."""
-    if grammar == "sglang" and text.startswith(("Decode batch", "Prefill batch")):
+    if grammar == "sglang":
         head = _BATCH.match(text)
         if head is None:
             return None
         fields = {f.group("key").strip(): f.group("value").strip() for f in _FIELD.finditer(text, head.end())}
-        stage = "prefill" if text.startswith("Prefill") else "decode"
+        stage = "prefill" if _PREFILL_BATCH.match(text) else "decode"
         return at.event(ev.RuntimeBatch, "runtime_batch", stage=stage, fields=fields)
     if grammar == "http":
         m = _ACCESS.match(text)

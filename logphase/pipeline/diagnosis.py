@@ -9,15 +9,18 @@ that states no error (a cut traceback, a stack dump, a child's exit) amounts to.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from enum import Enum
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from logphase.pipeline import events as ev
 from logphase.pipeline.causes import Cause, Role
 from logphase.pipeline.functions import call_phase, frame_floor, frame_phase
-from logphase.pipeline.grammars import Parsed, parse
+from logphase.pipeline.grammars import Parsed, parse, terminal_pattern
+from logphase.pipeline.messages import MESSAGES
 from logphase.pipeline.phases import Phase
 from logphase.pipeline.signatures import Reading, read_error
+from logphase.servers import PACKS
 
 
 class Severity(str, Enum):
@@ -39,10 +42,17 @@ class Assessment(NamedTuple):
     floor: Phase | None = None
 
 
-_HARNESS_FRAME = re.compile(r"unittest/|/sglang/test/|/_pytest/|pytest|/test_[^/]*\.py$|/tests?/")
-_SERVER_FRAME = re.compile(r"sglang/srt|/torch/|/transformers/|/vllm/|launch_server")
-# what SGLang's loggers print before the traceback of a process that dies from it
-_FATAL_HEADER = re.compile(r"hit an exception|^Initialization failed")
+def _any_of(patterns: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile("|".join(f"(?:{p})" for p in patterns) or r"(?!)")
+
+
+# the packs' paths of the server's code and of test harnesses, and what a server logs before the
+# traceback of a process that dies from it
+_HARNESS_FRAME = _any_of(tuple(p for pack in PACKS for p in pack.harness_paths))
+_SERVER_FRAME = _any_of(tuple(p for pack in PACKS for p in pack.server_paths))
+_FATAL_HEADER = _any_of(tuple(p for pack in PACKS for p in pack.fatal_headers))
+# threading's excepthook header (traceback.lark), as a record keeps it: without its ':'
+_THREAD_HEADER = re.compile(terminal_pattern("traceback", "THREAD_EXCEPTION"))
 
 
 def frames_phase(frames: list[ev.Frame]) -> Phase | None:
@@ -111,54 +121,67 @@ def is_harness_traceback(e: ev.PythonException) -> bool:
 
 def assess(event: ev.EventBase, after_ready: bool) -> Assessment | None:
     """How an event bears on failure; None for events that say nothing about it."""
-    if isinstance(event, ev.PythonException):
-        return _assess_exception(event, after_ready)
-    if isinstance(event, ev.FatalSignal):
-        return _assess_dump(event)
-    if isinstance(event, ev.ErrorLine):
-        if event.error == "warmup_failed":
-            return None  # PD warmup: the server stays up; reported as a warning
-        return _from_text(event.message, Severity.ROOT, _ERROR_LINE_CAUSE.get(event.error, Cause.PYTHON_EXCEPTION))
-    if isinstance(event, ev.ChildFailure):
-        if event.what == "pg_not_destroyed":
-            return Assessment(Severity.NOTE, Cause.UNKNOWN, None, event.message)
-        fallback = Cause.KILLED if event.what == "killed" or event.exit_code in (-9, 137) else Cause.CHILD_PROCESS_FAILED
-        return _from_text(event.message, Severity.ECHO, fallback)
-    if isinstance(event, ev.DistributedError):
-        if event.error == "socket_failure":  # retried until the store answers or times out
-            return Assessment(Severity.NOTE, Cause.DISTRIBUTED_TIMEOUT, Phase.DISTRIBUTED_INIT, event.message)
-        fallback = Cause.NCCL_ERROR if event.error == "nccl_abort" else Cause.DISTRIBUTED_TIMEOUT
-        return _from_text(event.message, Severity.ROOT, fallback)
-    if isinstance(event, ev.TorchLog):
-        # c10's error lines ('[E130 ...] ProcessGroupGloo.cpp:143] Gloo connectFullMesh failed ...')
-        # state a root cause when the table knows their text; other levels never do
-        if event.level not in ("E", "F"):
-            return None
-        reading = read_error(event.message)
-        return _assessment(reading, event.message, Severity.ROOT, None) if reading.signature else None
-    if isinstance(event, ev.ProcessError):
-        if event.source == "launcher":  # the exit of a process whose error, if any, came before
-            fallback = Cause.KILLED if event.exit_code in (-9, 137) else Cause.CHILD_PROCESS_FAILED
-            return _from_text(event.message, Severity.ECHO, fallback)
-        if event.source == "shell":  # 'Segmentation fault (core dumped)': a crash, not why
-            return _from_text(event.message, Severity.UNSTATED, Cause.PYTHON_EXCEPTION)
-        return _from_text(event.message, Severity.ROOT, Cause.PYTHON_EXCEPTION)
-    if isinstance(event, ev.PythonWarning):
-        reading = read_error(event.message)
-        if reading.role is Role.EXIT:
-            # the process tree exited: after a serving stop that is normal
-            return _assessment(reading, event.message, Severity.NOTE if after_ready else Severity.ECHO, None)
+    for kind, assessor in _ASSESSORS:
+        if isinstance(event, kind):
+            return assessor(event, after_ready)
     return None
 
 
-_ERROR_LINE_CAUSE = {
-    "not_enough_memory": Cause.KV_CACHE_INSUFFICIENT_MEMORY,
-    "port_in_use": Cause.PORT_IN_USE,
-    "bind_failed": Cause.PORT_IN_USE,
-    "watchdog_timeout": Cause.WATCHDOG_TIMEOUT,
-    "init_failed": Cause.CHILD_PROCESS_FAILED,
-}
+def _assess_error_line(event: ev.ErrorLine, after_ready: bool) -> Assessment | None:
+    if event.error == "warmup_failed":
+        return None  # PD warmup: the server stays up; reported as a warning
+    # the row of the message states its cause (events built by hand may name only the error)
+    message = MESSAGES.get(event.rule or event.error) or MESSAGES.get(_BY_ERROR.get(event.error, ""))
+    cause = message.cause if message is not None and message.cause is not None else Cause.PYTHON_EXCEPTION
+    return _from_text(event.message, Severity.ROOT, cause)
 
+
+def _assess_child(event: ev.ChildFailure, after_ready: bool) -> Assessment | None:
+    if event.what == "pg_not_destroyed":
+        return Assessment(Severity.NOTE, Cause.UNKNOWN, None, event.message)
+    fallback = Cause.KILLED if event.what == "killed" or event.exit_code in (-9, 137) else Cause.CHILD_PROCESS_FAILED
+    return _from_text(event.message, Severity.ECHO, fallback)
+
+
+def _assess_distributed(event: ev.DistributedError, after_ready: bool) -> Assessment | None:
+    if event.error == "socket_failure":  # retried until the store answers or times out
+        return Assessment(Severity.NOTE, Cause.DISTRIBUTED_TIMEOUT, Phase.DISTRIBUTED_INIT, event.message)
+    fallback = Cause.NCCL_ERROR if event.error == "nccl_abort" else Cause.DISTRIBUTED_TIMEOUT
+    return _from_text(event.message, Severity.ROOT, fallback)
+
+
+def _assess_torch(event: ev.TorchLog, after_ready: bool) -> Assessment | None:
+    # c10's error lines ('[E130 ...] ProcessGroupGloo.cpp:143] Gloo connectFullMesh failed ...')
+    # state a root cause when the table knows their text; other levels never do
+    if event.level not in ("E", "F"):
+        return None
+    reading = read_error(event.message)
+    return _assessment(reading, event.message, Severity.ROOT, None) if reading.signature else None
+
+
+def _assess_process(event: ev.ProcessError, after_ready: bool) -> Assessment | None:
+    if event.source == "launcher":  # the exit of a process whose error, if any, came before
+        fallback = Cause.KILLED if event.exit_code in (-9, 137) else Cause.CHILD_PROCESS_FAILED
+        return _from_text(event.message, Severity.ECHO, fallback)
+    if event.source == "shell":  # 'Segmentation fault (core dumped)': a crash, not why
+        return _from_text(event.message, Severity.UNSTATED, Cause.PYTHON_EXCEPTION)
+    return _from_text(event.message, Severity.ROOT, Cause.PYTHON_EXCEPTION)
+
+
+def _assess_warning(event: ev.PythonWarning, after_ready: bool) -> Assessment | None:
+    reading = read_error(event.message)
+    if reading.role is Role.EXIT:
+        # the process tree exited: after a serving stop that is normal
+        return _assessment(reading, event.message, Severity.NOTE if after_ready else Severity.ECHO, None)
+    return None
+
+
+def _assess_dump_event(event: ev.FatalSignal, after_ready: bool) -> Assessment | None:
+    return _assess_dump(event)
+
+
+# an error line's message row, by the error it names (for events built without their rule)
+_BY_ERROR = {"bind_failed": "http_bind_failed"}
 
 def _from_text(text: str, severity: Severity, fallback: Cause) -> Assessment:
     """An event whose text is the error: the table decides, ``fallback`` when it knows nothing."""
@@ -175,35 +198,19 @@ def _assessment(reading: Reading, message: str, severity: Severity, fallback: Ca
 
 
 def _assess_exception(e: ev.PythonException, after_ready: bool) -> Assessment | None:
-    if e.header is not None and e.header.startswith("Exception in thread"):
-        return None  # a helper thread died; the process it belongs to goes on
-    if not (e.header is not None and _FATAL_HEADER.search(e.header)):
-        if not e.uncaught or is_harness_traceback(e):
-            return None
-        if after_ready and e.frames and not any(_SERVER_FRAME.search(f.path) for f in e.frames):
-            return None  # a client's or a benchmark's traceback next to a server that is up
-        if after_ready and e.headerless and not e.frames and read_error(_exception_text(_last(e))).signature is None:
-            return None  # a lone 'Error: ...' of a harness next to a server that is up: only known errors count
+    if _ignored(e, after_ready):
+        return None
     header_reading = read_error(e.header) if e.header else None
     wrapper_phase = header_reading.phase if header_reading else None
-    frames_at = frames_phase(e.frames)
     if not e.complete:
-        frames_at = statement_phase(e.statement) or frames_at
-        # a frame line cut before ', in <function>' has lost its line number's tail too
-        whole = [f for f in e.frames if f.function is not None]
-        where = whole[-1] if whole else None
-        cut = "traceback cut before its exception line"
-        message = f"{cut} (last whole frame {where.function} in {where.path}:{where.lineno})" if where else cut
-        if e.header:
-            message = f"{e.header}: {message}"
-        return Assessment(Severity.UNSTATED, Cause.UNKNOWN, wrapper_phase or frames_at, message, floor=frames_floor(e.frames))
+        return _cut(e, wrapper_phase)
     exceptions = [*e.chain, _last(e)]
     readings = [read_error(_exception_text(x)) for x in exceptions]
-    if any(r.role is Role.ECHO for r in readings):
+    echo = next((i for i, r in enumerate(readings) if r.role is Role.ECHO), None)
+    if echo is not None:
         # the main process (or torchrun) noticing that a child died: its error is elsewhere
-        i = next(i for i, r in enumerate(readings) if r.role is Role.ECHO)
-        return _assessment(readings[i], _exception_text(exceptions[i]).split("\n", 1)[0], Severity.ECHO, None)._replace(
-            line=_exception_line(e, exceptions[i])
+        return _assessment(readings[echo], _exception_text(exceptions[echo]).split("\n", 1)[0], Severity.ECHO, None)._replace(
+            line=_exception_line(e, exceptions[echo])
         )
     # the first exception of a chain is the original error, unless it is a wrapper quoting nothing known
     chosen = next(
@@ -211,7 +218,7 @@ def _assess_exception(e: ev.PythonException, after_ready: bool) -> Assessment | 
         0,
     )
     reading = readings[chosen]
-    phase = reading.phase or wrapper_phase or frames_at
+    phase = reading.phase or wrapper_phase or frames_phase(e.frames)
     cause = reading.cause or (Cause.MODEL_LOAD_ERROR if phase is Phase.WEIGHT_LOADING else Cause.PYTHON_EXCEPTION)
     summary = _exception_text(exceptions[chosen]).split("\n", 1)[0]
     return Assessment(
@@ -223,6 +230,34 @@ def _assess_exception(e: ev.PythonException, after_ready: bool) -> Assessment | 
         reading.hint or (header_reading.hint if header_reading else None),
         frames_floor(e.frames),
     )
+
+
+def _ignored(e: ev.PythonException, after_ready: bool) -> bool:
+    """A traceback that is no failure of the server: a helper thread's, one that was caught, a
+    harness's, or (once the server is up) a client's."""
+    if e.header is not None and _THREAD_HEADER.match(f"{e.header}:"):
+        return True  # a helper thread died; the process it belongs to goes on
+    if e.header is not None and _FATAL_HEADER.search(e.header):
+        return False  # the server logs it before the process dies from it
+    if not e.uncaught or is_harness_traceback(e):
+        return True
+    if after_ready and e.frames and not any(_SERVER_FRAME.search(f.path) for f in e.frames):
+        return True  # a client's or a benchmark's traceback next to a server that is up
+    # a lone 'Error: ...' of a harness next to a server that is up: only known errors count
+    return after_ready and e.headerless and not e.frames and read_error(_exception_text(_last(e))).signature is None
+
+
+def _cut(e: ev.PythonException, wrapper_phase: Phase | None) -> Assessment:
+    """A traceback cut before its exception line: where it was is all it says."""
+    frames_at = statement_phase(e.statement) or frames_phase(e.frames)
+    # a frame line cut before ', in <function>' has lost its line number's tail too
+    whole = [f for f in e.frames if f.function is not None]
+    where = whole[-1] if whole else None
+    cut = "traceback cut before its exception line"
+    message = f"{cut} (last whole frame {where.function} in {where.path}:{where.lineno})" if where else cut
+    if e.header:
+        message = f"{e.header}: {message}"
+    return Assessment(Severity.UNSTATED, Cause.UNKNOWN, wrapper_phase or frames_at, message, floor=frames_floor(e.frames))
 
 
 def _last(e: ev.PythonException) -> ev.ChainedException:
@@ -246,3 +281,16 @@ def _assess_dump(e: ev.FatalSignal) -> Assessment:
     cause = Cause.UNKNOWN if e.headerless else (reading.cause or Cause.PYTHON_EXCEPTION)
     hint = None if e.headerless else reading.hint
     return Assessment(Severity.UNSTATED, cause, frames_phase(e.frames), e.message, None, hint, frames_floor(e.frames))
+
+
+# what each kind of event says about a failure (the first whose type the event is decides)
+_ASSESSORS: tuple[tuple[type, Callable[[Any, bool], Assessment | None]], ...] = (
+    (ev.PythonException, _assess_exception),
+    (ev.FatalSignal, _assess_dump_event),
+    (ev.ErrorLine, _assess_error_line),
+    (ev.ChildFailure, _assess_child),
+    (ev.DistributedError, _assess_distributed),
+    (ev.TorchLog, _assess_torch),
+    (ev.ProcessError, _assess_process),
+    (ev.PythonWarning, _assess_warning),
+)

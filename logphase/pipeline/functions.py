@@ -1,15 +1,13 @@
-"""The server's functions by phase: what a traceback's frames say about where it struck.
+"""The servers' functions by phase: what a traceback's frames say about where it struck.
 
-One row per function of SGLang (and of the libraries it calls only in one phase), by its WHOLE name
+The rows are the packs' (``logphase/servers/sglang.py``'s ``FUNCTIONS``): one row per function of a
+server (and of the libraries it calls only in one phase), by its WHOLE name
 as a frame prints it (``File "...", line 1017, in load_model``) or as a statement calls it
 (``self.load_model()``). A name is evidence only when it is whole: a frame or a statement cut inside
 a name (``self.init_m``, the end of a window) matches no row, so it says nothing. Generic names
 (``__init__``, ``configure``) count only in the file the row gives; a constructor's row also names
 its class, as a statement calls it (``CudaGraphRunner(``).
 
-Names read from SGLang 0.4.6.post5, 0.5.2 and 0.5.23 (managers/scheduler.py, managers/tp_worker.py,
-model_executor/model_runner.py, cuda_graph_runner.py and runner/, mem_cache/, model_loader/,
-distributed/parallel_state.py, entrypoints/http_server.py, server_args.py) and from torch.distributed.
 Functions that run in several phases (``forward``, ``initialize``, ``run_scheduler_process``,
 ``barrier``, ``broadcast``) have no row: the frames around them decide.
 """
@@ -17,173 +15,16 @@ Functions that run in several phases (``forward``, ``initialize``, ``run_schedul
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
 
 from logphase.pipeline.phases import Phase
+from logphase.servers import PACKS
+from logphase.servers.pack import ServerFunction
+
+__all__ = ["SERVER_FUNCTIONS", "ServerFunction", "call_phase", "frame_floor", "frame_phase", "table_problems"]
 
 
-class ServerFunction(NamedTuple):
-    name: str  # the function as a frame prints it ('load_model', '__init__', '<module>')
-    phase: Phase
-    file: str | None = None  # only in this file (basename): for generic names
-    cls: str | None = None  # for a constructor (__init__): its class, as a statement calls it
-    # the function runs this phase and the ones after it (ModelRunner.initialize loads the weights,
-    # then makes the pools and the graphs): a frame in it is only a lower bound of the phase
-    onward: bool = False
-
-
-_READY, _WARMUP = Phase.READY, Phase.WARMUP
-_CAPTURE, _POOL = Phase.CUDA_GRAPH_CAPTURE, Phase.MEMORY_POOL
-_WEIGHTS, _DIST, _LAUNCH = Phase.WEIGHT_LOADING, Phase.DISTRIBUTED_INIT, Phase.LAUNCH
-
-SERVER_FUNCTIONS: tuple[ServerFunction, ...] = (
-    # -- the scheduler's serving loop and what it runs each step: the server is up ---------------
-    ServerFunction("run_event_loop", _READY),
-    ServerFunction("dispatch_event_loop", _READY),
-    ServerFunction("_dispatch_event_loop_once", _READY),
-    ServerFunction("event_loop_normal", _READY),
-    ServerFunction("event_loop_overlap", _READY),
-    ServerFunction("event_loop_pp", _READY),
-    ServerFunction("event_loop_normal_disagg_prefill", _READY),
-    ServerFunction("event_loop_overlap_disagg_prefill", _READY),
-    ServerFunction("event_loop_normal_disagg_decode", _READY),
-    ServerFunction("event_loop_overlap_disagg_decode", _READY),
-    ServerFunction("event_loop_pp_disagg_prefill", _READY),
-    ServerFunction("event_loop_pp_disagg_decode", _READY),
-    ServerFunction("pop_and_process", _READY),
-    ServerFunction("on_idle", _READY),
-    ServerFunction("self_check_during_idle", _READY),
-    ServerFunction("check_memory", _READY),
-    ServerFunction("recv_requests", _READY),
-    ServerFunction("ingest_requests", _READY),
-    ServerFunction("process_input_requests", _READY),
-    ServerFunction("handle_generate_request", _READY),
-    ServerFunction("_handle_generate_request", _READY),
-    ServerFunction("handle_batch_generate_request", _READY),
-    ServerFunction("handle_embedding_request", _READY),
-    ServerFunction("handle_batch_embedding_request", _READY),
-    ServerFunction("get_next_batch_to_run", _READY),
-    ServerFunction("get_new_batch_prefill", _READY),
-    ServerFunction("_get_new_batch_prefill_raw", _READY),
-    ServerFunction("update_running_batch", _READY),
-    ServerFunction("run_batch", _READY),
-    ServerFunction("process_batch_result", _READY),
-    ServerFunction("process_batch_result_prefill", _READY),
-    ServerFunction("process_batch_result_decode", _READY),
-    ServerFunction("forward_batch_generation", _READY),
-    ServerFunction("forward_batch_embedding", _READY),
-    ServerFunction("forward_batch_split_prefill", _READY),
-    ServerFunction("forward_thread_func", _READY),
-    ServerFunction("forward_thread_func_", _READY),
-    ServerFunction("forward_decode", _READY),
-    ServerFunction("forward_extend", _READY),
-    ServerFunction("forward_idle", _READY),
-    ServerFunction("forward_split_prefill", _READY),
-    ServerFunction("watchdog_thread", _READY),
-    # the HTTP server's side of a request (the main process)
-    ServerFunction("generate_request", _READY),
-    ServerFunction("_handle_batch_output", _READY),
-    ServerFunction("handle_loop", _READY),
-    # -- the HTTP server's warmup request -------------------------------------------------------------
-    ServerFunction("_wait_and_warmup", _WARMUP),
-    ServerFunction("_execute_server_warmup", _WARMUP),
-    ServerFunction("_send_disaggregation_warmup_requests", _WARMUP),
-    # -- CUDA graph capture ---------------------------------------------------------------------------
-    ServerFunction("init_cuda_graphs", _CAPTURE),
-    ServerFunction("init_device_graphs", _CAPTURE),
-    ServerFunction("init_all_cuda_graphs", _CAPTURE),
-    ServerFunction("init_decode_cuda_graph", _CAPTURE),
-    ServerFunction("init_prefill_cuda_graph", _CAPTURE),
-    ServerFunction("capture_cuda_graphs", _CAPTURE),
-    ServerFunction("capture_decode_graph", _CAPTURE),
-    ServerFunction("capture_prefill_graph", _CAPTURE),
-    ServerFunction("capture", _CAPTURE),
-    ServerFunction("_capture", _CAPTURE),
-    ServerFunction("capture_prepare", _CAPTURE),
-    ServerFunction("capture_one_batch_size", _CAPTURE),
-    ServerFunction("capture_one_shape", _CAPTURE),
-    ServerFunction("_capture_graph", _CAPTURE),
-    ServerFunction("_capture_one_stream", _CAPTURE),
-    ServerFunction("_create_device_graph", _CAPTURE),
-    ServerFunction("init_forward_metadata_capture_cuda_graph", _CAPTURE),
-    ServerFunction("__init__", _CAPTURE, "cuda_graph_runner.py", "CudaGraphRunner"),
-    ServerFunction("__init__", _CAPTURE, "decode_cuda_graph_runner.py", "DecodeCudaGraphRunner"),
-    ServerFunction("__init__", _CAPTURE, "prefill_cuda_graph_runner.py", "PrefillCudaGraphRunner"),
-    ServerFunction("__init__", _CAPTURE, "piecewise_cuda_graph_runner.py", "PiecewiseCudaGraphRunner"),
-    ServerFunction("__init__", _CAPTURE, "eagle_draft_cuda_graph_runner.py", "EAGLEDraftCudaGraphRunner"),
-    ServerFunction("__init__", _CAPTURE, "eagle_draft_extend_cuda_graph_runner.py", "EAGLEDraftExtendCudaGraphRunner"),
-    # -- ModelRunner.initialize: after distributed init, first the weights, then pools and graphs ----
-    ServerFunction("initialize", _WEIGHTS, "model_runner.py", onward=True),
-    # -- the KV cache and the other memory pools ------------------------------------------------------
-    ServerFunction("init_memory_pool", _POOL),
-    ServerFunction("init_memory_pools", _POOL),
-    ServerFunction("init_target_memory_pool", _POOL),
-    ServerFunction("init_memory_pool_and_cache", _POOL),
-    ServerFunction("alloc_memory_pool", _POOL),
-    ServerFunction("profile_max_num_token", _POOL),
-    ServerFunction("init_kv_cache_configurator", _POOL),
-    ServerFunction("_profile_available_bytes", _POOL),
-    ServerFunction("_resolve_memory_pool_config", _POOL),
-    ServerFunction("_init_pools", _POOL),
-    ServerFunction("_build_token_to_kv_pool", _POOL),
-    ServerFunction("_build_req_to_token_pool", _POOL),
-    ServerFunction("_build_token_to_kv_pool_allocator", _POOL),
-    ServerFunction("calculate_pool_sizes", _POOL),
-    ServerFunction("_create_buffers", _POOL),
-    ServerFunction("configure", _POOL, "kv_cache_configurator.py"),
-    ServerFunction("__init__", _POOL, "kv_cache_configurator.py", "KVCacheConfigurator"),
-    ServerFunction("__init__", _POOL, "memory_pool.py", "MHATokenToKVPool"),
-    ServerFunction("__init__", _POOL, "memory_pool.py", "MLATokenToKVPool"),
-    ServerFunction("__init__", _POOL, "memory_pool.py", "ReqToTokenPool"),
-    ServerFunction("__init__", _POOL, "allocator.py", "TokenToKVPoolAllocator"),
-    ServerFunction("__init__", _POOL, "memory_pool_host.py", "MHATokenToKVPoolHost"),
-    # -- weights: download, model construction, loading -----------------------------------------------
-    ServerFunction("load_model", _WEIGHTS),
-    ServerFunction("load_weights", _WEIGHTS),
-    ServerFunction("load_weights_and_postprocess", _WEIGHTS),
-    ServerFunction("load_model_with_cpu_quantization", _WEIGHTS),
-    ServerFunction("get_model", _WEIGHTS),
-    ServerFunction("get_model_loader", _WEIGHTS),
-    ServerFunction("_initialize_model", _WEIGHTS),
-    ServerFunction("_prepare_weights", _WEIGHTS),
-    ServerFunction("_get_weights_iterator", _WEIGHTS),
-    ServerFunction("_get_all_weights", _WEIGHTS),
-    ServerFunction("_maybe_download_from_modelscope", _WEIGHTS),
-    ServerFunction("download_weights_from_hf", _WEIGHTS),
-    ServerFunction("safetensors_weights_iterator", _WEIGHTS),
-    ServerFunction("pt_weights_iterator", _WEIGHTS),
-    ServerFunction("weight_loader", _WEIGHTS),
-    ServerFunction("_weight_loader_impl", _WEIGHTS),
-    ServerFunction("_weight_loader_physical", _WEIGHTS),
-    ServerFunction("default_weight_loader", _WEIGHTS),
-    ServerFunction("snapshot_download", _WEIGHTS),
-    ServerFunction("start_startup_weight_load", _WEIGHTS),
-    ServerFunction("finalize_startup_weight_load", _WEIGHTS),
-    ServerFunction("__init__", _WEIGHTS, "loader.py", "DefaultModelLoader"),
-    # -- torch.distributed, NCCL and the parallel groups ----------------------------------------------
-    ServerFunction("init_torch_distributed", _DIST),
-    ServerFunction("init_distributed_environment", _DIST),
-    ServerFunction("initialize_model_parallel", _DIST),
-    ServerFunction("ensure_model_parallel_initialized", _DIST),
-    ServerFunction("init_model_parallel_group", _DIST),
-    ServerFunction("init_world_group", _DIST),
-    ServerFunction("init_process_group", _DIST),
-    ServerFunction("_new_process_group_helper", _DIST),
-    ServerFunction("_create_c10d_store", _DIST),
-    ServerFunction("_tcp_rendezvous_handler", _DIST),
-    ServerFunction("_env_rendezvous_handler", _DIST),
-    ServerFunction("ncclCommInitRank", _DIST),
-    ServerFunction("__init__", _DIST, "parallel_state.py", "GroupCoordinator"),
-    ServerFunction("__init__", _DIST, "pynccl.py", "PyNcclCommunicator"),
-    # -- the main process before any scheduler: arguments, configuration, spawning -------------------
-    ServerFunction("launch_server", _LAUNCH),
-    ServerFunction("_launch_subprocesses", _LAUNCH),
-    ServerFunction("prepare_server_args", _LAUNCH),
-    ServerFunction("check_server_args", _LAUNCH),
-    ServerFunction("_set_envs_and_config", _LAUNCH),
-    ServerFunction("__post_init__", _LAUNCH, "server_args.py", "ServerArgs"),
-    ServerFunction("<module>", _LAUNCH, "launch_server.py"),
-)
+# every pack's functions: a function name belongs to one server's code (or to a library it calls)
+SERVER_FUNCTIONS: tuple[ServerFunction, ...] = tuple(f for pack in PACKS for f in pack.functions)
 
 # a frame's function with a file, or without one (None: any file)
 _BY_FRAME: dict[tuple[str, str | None], Phase] = {(f.name, f.file): f.phase for f in SERVER_FUNCTIONS if not f.onward}

@@ -6,8 +6,8 @@ start with (for the dispatch that picks the grammar a line can belong to).
 
 The grammars live in one folder per pack (``grammars/shared/`` for the vocabularies every server
 reuses: PyTorch, NCCL, Gloo, tracebacks, tqdm, uvicorn, wrappers; ``grammars/sglang/`` for SGLang's
-own). A grammar is named by its file's stem, unique across packs; a pack's grammar imports the
-shared ones by name (``%import common (INT)``). They travel inside the wheel as
+own). A grammar is named by its file's stem, unique across packs; a grammar imports another by
+name, from any pack (``%import common (INT)``, ``%import sglang_errors (SIGQUIT)``). They travel inside the wheel as
 ``logphase/grammars/<pack>/*.lark``; in a source checkout they are read from the top-level
 ``grammars/`` folder.
 """
@@ -15,13 +15,17 @@ shared ones by name (``%import common (INT)``). They travel inside the wheel as
 from __future__ import annotations
 
 import functools
+import re
 from pathlib import Path
 
 from lark import Lark, Token, Transformer, Tree
 from lark.exceptions import LarkError
 from lark.grammar import NonTerminal, Terminal
 
-GRAMMAR_SOURCES = ("envelope", "sglang", "gloo", "nccl", "torch", "traceback", "tqdm", "http", "process", "server_args", "errors")
+GRAMMAR_SOURCES = (
+    "envelope", "sglang", "gloo", "nccl", "torch", "traceback", "tqdm", "http", "process", "server_args", "errors",
+    "sglang_errors",
+)
 
 
 SHARED_PACK = "shared"
@@ -53,8 +57,42 @@ def parser(source: str) -> Lark:
         lexer="contextual",
         cache=True,
         maybe_placeholders=False,
-        import_paths=[str(grammar_dir() / SHARED_PACK)],
+        import_paths=pack_dirs(),
     )
+
+
+@functools.cache
+def pack_dirs() -> list[str]:
+    """Every pack's grammar folder, the shared one first: a grammar imports any other by its stem
+    (``%import common (INT)``, ``%import sglang_errors (SIGQUIT)``)."""
+    folders = sorted(p for p in grammar_dir().iterdir() if p.is_dir() and any(p.glob("*.lark")))
+    return [str(p) for p in sorted(folders, key=lambda p: p.name != SHARED_PACK)]
+
+
+# an example line of the rule defined below it: '//: Load weight begin. avail mem=78.50 GB'
+_EXAMPLE = re.compile(r"^//: (?P<line>.*)$")
+_RULE_DEFINITION = re.compile(r"^[?!]?(?P<rule>[a-z_][a-z_0-9]*)(?:\.-?\d+)?\s*:")
+
+
+@functools.cache
+def examples(source: str) -> dict[str, tuple[str, ...]]:
+    """The example lines a grammar gives its rules: ``//: <line>`` comments just above a rule's
+    definition (other comments may come between). Messages and failure phrases are written in the
+    grammars only, and so are the lines that show them."""
+    found: dict[str, tuple[str, ...]] = {}
+    pending: list[str] = []
+    for line in grammar_path(source).read_text(encoding="utf-8").splitlines():
+        example = _EXAMPLE.match(line)
+        if example is not None:
+            pending.append(example.group("line"))
+            continue
+        if line.startswith("//"):
+            continue
+        definition = _RULE_DEFINITION.match(line)
+        if definition is not None and pending:
+            found[definition.group("rule")] = found.get(definition.group("rule"), ()) + tuple(pending)
+        pending = []
+    return found
 
 
 def terminal_pattern(source: str, name: str) -> str:
@@ -124,6 +162,15 @@ def first_terminals(source: str, rule: str) -> list[str]:
 
     walk(rule)
     return found
+
+
+def first_literal(source: str, rule: str) -> str:
+    """The text a rule starts with when its first terminal is a string (``"server_args="``)."""
+    name = first_terminals(source, rule)[0]
+    terminal = parser(source).get_terminal(name)
+    if terminal.pattern.type != "str":
+        raise ValueError(f"{source}.{rule} starts with a pattern, not a literal")
+    return str(terminal.pattern.value)
 
 
 class Parsed:

@@ -16,6 +16,7 @@ reached its exception line yet: it was written by another process in between.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 from functools import cache
@@ -25,6 +26,7 @@ from logphase.pipeline.envelope import Envelope
 from logphase.pipeline.events import LineInfo
 from logphase.pipeline.grammars import Parsed, parse, terminal_pattern
 from logphase.pipeline.prefilter import literal_factors
+from logphase.servers import PACKS
 
 # An exception message may run over several lines ("Possible solutions:", torchrun's failure
 # report); beyond this many lines the record is closed and what follows is read on its own.
@@ -43,7 +45,10 @@ _OPENERS = re.compile("|".join([terminal_pattern("traceback", t) for t in OPENER
 OPENERS = _OPENERS  # the bulk path's pre-filter searches for their literals (prefilter.py)
 # a line cut inside a traceback header: "[...] Scheduler hit an exception: Tra" at the end of the input
 _HEADER_TEXT = "Traceback (most recent call last):"
-_CUT_HEADER = re.compile(r"(?P<by>.*?(?:hit an exception|warmup error)):? ?(?P<tail>T[\w ()]*)?$")
+# (what the servers log before a traceback is their packs': 'hit an exception', 'warmup error')
+_CUT_HEADER = re.compile(
+    r"(?P<by>.*?(?:" + "|".join(h for pack in PACKS for h in pack.cut_headers) + r")):? ?(?P<tail>T[\w ()]*)?$"
+)
 
 
 class State(Enum):
@@ -216,46 +221,61 @@ def _frame(shape: Parsed) -> ev.Frame:
 def _continue(record: OpenRecord, text: str, lineno: int, cut: bool = False) -> bool | None:
     """Whether ``text`` continues ``record`` (and what it adds to it); None for a line that does
     not, written between its frames by someone else (it leaves the record open)."""
-    stripped = text.strip()
     shape = line_shape(text)
-    rule = shape.rule if shape is not None else None
     if record.state is State.FATAL:
         return _continue_dump(record, text, shape)
     if record.state is State.CXX:
-        return _continue_cxx(record, stripped, shape)
+        return _continue_cxx(record, text.strip(), shape)
+    rule = shape.rule if shape is not None else None
     if rule == "tb_thread_exception" and record.state is not State.GAP:
         return False  # the next thread's traceback begins
+    stripped = text.strip()
     if not stripped:
         if record.state is State.MESSAGE:
             record.state = State.GAP
         return True
     if rule == "tb_header" and shape is not None and shape.value("logged_by") is None:
-        if record.state in (State.GAP, State.CHAIN, State.FRAMES) and (record.state is not State.GAP or not record.exceptions):
-            record.state = State.FRAMES
-            return True
-        return False
+        return _bare_header(record)
     if text.startswith((" ", "\t")):
-        if rule == "tb_frame" and shape is not None:
-            if record.state in (State.GAP, State.MESSAGE):
-                # frames after the exception line: another traceback, its header not in the log (or
-                # quoted in the message, as Ray's RayTaskError quotes its worker's): read on its own
-                return False
-            frame = _frame(shape)
-            # a frame line the input ends in may be cut inside its function's name: no evidence
-            record.frames.append(frame.model_copy(update={"function": None}) if cut else frame)
-            record.state = State.FRAMES
-            record.statement = None
-            return True
-        if record.state is State.FRAMES and record.frames and record.statement is None:
-            record.statement = stripped  # the source line of the innermost frame so far
-        if record.state is State.MESSAGE:
-            record.exceptions[-1].message_lines.append(stripped)
-        return record.state is not State.GAP
+        return _continue_indented(record, stripped, shape, cut)
     if rule == "tb_chain":
         record.state = State.CHAIN
         return True
     if rule in ("tb_fatal", "tb_terminate"):
         return False  # a crash of its own ('Fatal Python error', C++ terminate): never a message's tail
+    return _continue_unindented(record, stripped, shape, lineno)
+
+
+def _bare_header(record: OpenRecord) -> bool:
+    """'Traceback (most recent call last):' again: a chained traceback's (or a gap's) frames follow."""
+    if record.state in (State.GAP, State.CHAIN, State.FRAMES) and (record.state is not State.GAP or not record.exceptions):
+        record.state = State.FRAMES
+        return True
+    return False
+
+
+def _continue_indented(record: OpenRecord, stripped: str, shape: Parsed | None, cut: bool) -> bool:
+    """An indented line: a frame, the source line of a frame, or a message's continuation."""
+    if shape is not None and shape.rule == "tb_frame":
+        if record.state in (State.GAP, State.MESSAGE):
+            # frames after the exception line: another traceback, its header not in the log (or
+            # quoted in the message, as Ray's RayTaskError quotes its worker's): read on its own
+            return False
+        frame = _frame(shape)
+        # a frame line the input ends in may be cut inside its function's name: no evidence
+        record.frames.append(frame.model_copy(update={"function": None}) if cut else frame)
+        record.state = State.FRAMES
+        record.statement = None
+        return True
+    if record.state is State.FRAMES and record.frames and record.statement is None:
+        record.statement = stripped  # the source line of the innermost frame so far
+    if record.state is State.MESSAGE:
+        record.exceptions[-1].message_lines.append(stripped)
+    return record.state is not State.GAP
+
+
+def _continue_unindented(record: OpenRecord, stripped: str, shape: Parsed | None, lineno: int) -> bool | None:
+    """A line at the margin: after the frames, the exception line; after it, its message's lines."""
     if record.state is State.FRAMES:
         if not _names_an_exception(shape):
             return None  # 'srun: Terminating StepId=...' between a traceback's frames
@@ -266,6 +286,7 @@ def _continue(record: OpenRecord, text: str, lineno: int, cut: bool = False) -> 
         record.exceptions[-1].message_lines.append(stripped)
         return True
     return False
+
 
 
 # an exception class: CapWords (KeyError, torch.OutOfMemoryError, KeyboardInterrupt), after any module
@@ -334,9 +355,9 @@ def _opener_literals() -> frozenset[str]:
 
 def opens_record(env: Envelope, at: LineInfo) -> OpenRecord | None:
     """A record starts at a traceback header (bare, rank-prefixed or after a logged message such as
-    'Scheduler hit an exception: '), at threading's 'Exception in thread X:', at faulthandler's
+    a scheduler's report of its exception), at threading's 'Exception in thread X:', at faulthandler's
     'Fatal Python error' or a C++ 'terminate called ...'; without its first line, at a frame, a
-    faulthandler stack or an exception line that no SGLang prefix precedes."""
+    faulthandler stack or an exception line that no server's prefix precedes."""
     text = env.message
     if len(text) > _LONG_LINE and not any(literal in text for literal in _opener_literals()):
         return None  # the regex tries each opener at each position: a long line is searched for their literals
@@ -345,21 +366,46 @@ def opens_record(env: Envelope, at: LineInfo) -> OpenRecord | None:
     shape = line_shape(text)
     if shape is None:
         return None
-    rule = shape.rule
-    if rule == "tb_thread_exception":
-        return OpenRecord(at=at, header=text.strip().rstrip(":"), uncaught=True, state=State.GAP)
-    if rule == "tb_header":
-        logged_by = shape.value("logged_by")
-        header = logged_by.strip().rstrip(":").strip() or None if logged_by else None
-        # a bare header with SGLang's prefix is a scheduler's death in 0.3.x when a rank logs it
-        uncaught = header is None and (not env.stamped or env.rank is not None)
-        return OpenRecord(at=at, header=header, uncaught=uncaught)
-    if rule == "tb_fatal":
-        return OpenRecord(at=at, header=None, uncaught=True, state=State.FATAL, fatal_message=text.strip())
-    if rule == "tb_terminate":
-        return OpenRecord(at=at, header=text.strip(), uncaught=True, state=State.CXX)
+    first = _FIRST_LINES.get(shape.rule)
+    if first is not None:
+        return first(env, at, text, shape)
     if env.stamped:
-        return None  # SGLang's logger prints records whole: a stamped line is no fragment of one
+        return None  # a server's logger prints records whole: a stamped line is no fragment of one
+    return _headless(at, text, shape)
+
+
+def _thread_exception(env: Envelope, at: LineInfo, text: str, shape: Parsed) -> OpenRecord:
+    return OpenRecord(at=at, header=text.strip().rstrip(":"), uncaught=True, state=State.GAP)
+
+
+def _traceback_header(env: Envelope, at: LineInfo, text: str, shape: Parsed) -> OpenRecord:
+    logged_by = shape.value("logged_by")
+    header = logged_by.strip().rstrip(":").strip() or None if logged_by else None
+    # a bare header with a server's prefix is a scheduler's death in SGLang 0.3.x when a rank logs it
+    uncaught = header is None and (not env.stamped or env.rank is not None)
+    return OpenRecord(at=at, header=header, uncaught=uncaught)
+
+
+def _fatal(env: Envelope, at: LineInfo, text: str, shape: Parsed) -> OpenRecord:
+    return OpenRecord(at=at, header=None, uncaught=True, state=State.FATAL, fatal_message=text.strip())
+
+
+def _terminate(env: Envelope, at: LineInfo, text: str, shape: Parsed) -> OpenRecord:
+    return OpenRecord(at=at, header=text.strip(), uncaught=True, state=State.CXX)
+
+
+# the first lines of a record, by their rule in traceback.lark
+_FIRST_LINES: dict[str, Callable[[Envelope, LineInfo, str, Parsed], OpenRecord]] = {
+    "tb_thread_exception": _thread_exception,
+    "tb_header": _traceback_header,
+    "tb_fatal": _fatal,
+    "tb_terminate": _terminate,
+}
+
+
+def _headless(at: LineInfo, text: str, shape: Parsed) -> OpenRecord | None:
+    """A record whose first line is not in the log: a window or a paste starts inside it."""
+    rule = shape.rule
     if rule == "tb_thread_dump" or (rule == "tb_frame" and '", line ' in text and not _has_comma_in(text)):
         record = OpenRecord(at=at, header=None, uncaught=True, state=State.FATAL, headerless=True)
         record.fatal_message = "faulthandler stack dump (its 'Fatal Python error' line is not in the log)"

@@ -1,5 +1,6 @@
-"""Reading an error's text with the cause table: ``grammars/shared/errors.lark``'s phrases, compiled into
-one regular expression per rule, tried in the order of ``causes.SIGNATURES``."""
+"""Reading an error's text with the cause table: the error grammars' phrases (``grammars/shared/errors.lark``
+and each pack's, e.g. ``grammars/sglang/sglang_errors.lark``), compiled into one regular expression
+per rule (the alternatives of every grammar that defines it), tried in the order of ``causes.SIGNATURES``."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from lark.grammar import Terminal
 from logphase.pipeline.causes import SIGNATURES, Cause, Role, Signature
 from logphase.pipeline.grammars import parser, terminal_pattern
 from logphase.pipeline.phases import Phase
+from logphase.servers import PACKS
 
 # a wrapper quoting a wrapper quoting ... (Ray around the graph wrapper around an OOM)
 MAX_WRAPPER_DEPTH = 4
@@ -27,22 +29,26 @@ class Reading(NamedTuple):
     hint: str | None
 
 
+# every pack's error grammars, the shared one first
+ERROR_GRAMMARS = tuple(g for pack in PACKS for g in pack.error_grammars)
+
+
 @cache
 def _compiled() -> tuple[tuple[Signature, re.Pattern[str]], ...]:
-    grammar = parser("errors")
     alternatives: dict[str, list[str]] = {}
-    for rule in grammar.rules:
-        name = str(rule.origin.name)
-        if name == "start":
-            continue
-        parts = [f"(?:{terminal_pattern('errors', str(s.name))})" for s in rule.expansion if isinstance(s, Terminal)]
-        alternatives.setdefault(name, []).append("".join(parts))
+    for source in ERROR_GRAMMARS:
+        for rule in parser(source).rules:
+            name = str(rule.origin.name)
+            if name == "start":
+                continue
+            parts = [f"(?:{terminal_pattern(source, str(s.name))})" for s in rule.expansion if isinstance(s, Terminal)]
+            alternatives.setdefault(name, []).append("".join(parts))
     return tuple((s, re.compile("|".join(alternatives[s.rule]))) for s in SIGNATURES)
 
 
 def rules_in_grammar() -> set[str]:
-    """The signature rules errors.lark defines (for the table's tests)."""
-    return {str(r.origin.name) for r in parser("errors").rules if r.origin.name != "start"}
+    """The signature rules the error grammars define (for the table's tests)."""
+    return {str(r.origin.name) for g in ERROR_GRAMMARS for r in parser(g).rules if r.origin.name != "start"}
 
 
 def read_error(text: str) -> Reading:
@@ -60,6 +66,12 @@ def read_error(text: str) -> Reading:
             return Reading(signature, signature.cause, signature.role, signature.phase or phase, signature.hint or hint)
         text = text[end:]
     return Reading(None, None, Role.ROOT, phase, hint)
+
+
+def deciding_row(text: str) -> Signature | None:
+    """The row that decides a text (a wrapper's own row, not the row of what it quotes)."""
+    found = _first_row(text)
+    return found[0] if found else None
 
 
 def _first_row(text: str) -> tuple[Signature, int] | None:

@@ -1,0 +1,158 @@
+"""What one pack of knowledge is: the row types every pack fills, and the ``Pack`` that holds them.
+
+A pack is data only: the grammars it brings (by file stem, in ``grammars/<pack>/``), its message
+rows (what event each message becomes and which phase it is evidence of), its failure signatures
+(what an error's text means: cause, role, the phase it names, a hint), its function -> phase table
+for traceback frames, and its hint rows (what to change, by cause and phase). The pipeline's
+readers (``pipeline/messages.py``, ``causes.py``, ``functions.py``, ``hints.py``) combine every
+pack of the registry (``logphase/servers/__init__.py``); they hold no server's text themselves.
+
+Every message row and every signature row has its example lines in its grammar, next to its rule
+(``//: <line>`` comments, read by ``grammars.examples``): message text lives in ``grammars/`` only.
+``tests/test_packs.py`` parses each example back to its row (rule, event, evidence, cause).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import TYPE_CHECKING, Literal, NamedTuple
+
+from logphase.pipeline.phases import Phase, Transition
+from logphase.pipeline.phases import Role as PhaseRole
+
+if TYPE_CHECKING:  # the row types stay light: `logphase --help` reads the Cause vocabulary only
+    from logphase.pipeline.builders import Builder
+
+
+class Cause(str, Enum):
+    """The root cause of a failed startup: a fixed vocabulary, the ``cause`` of the report."""
+
+    KV_CACHE_INSUFFICIENT_MEMORY = "kv_cache_insufficient_memory"
+    CUDA_OOM = "cuda_oom"
+    NCCL_ERROR = "nccl_error"
+    DISTRIBUTED_TIMEOUT = "distributed_timeout"
+    PORT_IN_USE = "port_in_use"
+    MODEL_LOAD_ERROR = "model_load_error"
+    IMPORT_ERROR = "import_error"
+    WATCHDOG_TIMEOUT = "watchdog_timeout"
+    KILLED = "killed"
+    CHILD_PROCESS_FAILED = "child_process_failed"
+    PYTHON_EXCEPTION = "python_exception"
+    UNKNOWN = "unknown"
+
+    def __str__(self) -> str:
+        # print(report.phase) shows "weight_loading", as the JSON does
+        return str(self.value)
+
+
+class Role(str, Enum):
+    """What an error's text is to the failure."""
+
+    ROOT = "root"  # states an error: the root cause when it is the earliest
+    ECHO = "echo"  # a consequence of a failure elsewhere; the cause only when nothing else is found
+    WRAPPER = "wrapper"  # quotes another error, which decides (the rest of the text after the phrase)
+    EXIT = "exit"  # the process tree exited: an echo before ready, nothing after it
+
+
+@dataclass(frozen=True)
+class Signature:
+    """One row of the cause table: a rule of a pack's error grammar and what its text means."""
+
+    rule: str  # the rule of an error grammar (grammars/*/..._errors.lark, grammars/shared/errors.lark)
+    cause: Cause | None  # None for wrappers: the quoted error's cause
+    role: Role
+    phase: Phase | None = None  # the phase the error itself names, whatever the markers say
+    hint: str | None = None  # advice for this error in particular (else the cause's, by phase)
+    # where the row stands among every pack's rows: the first row whose phrases occur decides, so
+    # echoes come first, then wrappers, then root causes from the most specific to the most general
+    rank: int = 0
+
+
+class ByLine(NamedTuple):
+    """Evidence that depends on what the line says: the name of a chooser of ``pipeline/messages.py``
+    (``bar``, ``access``, ``batch``, ``warning``), which reads the event and every pack's data."""
+
+    chooser: str
+
+
+Stream = Literal["stdout", "stderr"]
+
+
+@dataclass(frozen=True)
+class Message:
+    """One message a grammar recognises: the event it becomes and the phase it is evidence of."""
+
+    grammar: str
+    build: Builder | None  # None: a multi-line record's line, assembled by records.py
+    evidence: Transition | ByLine | None = None
+    # printed by the scheduler processes: a single-GPU server prints them without a rank tag, and
+    # they are then TP0's
+    scheduler: bool = False
+    stream: Stream | None = "stderr"  # where its writer writes; None: either (a shell's, a launcher's)
+    cause: Cause | None = None  # the cause a one-line error states (the row's event is an error line)
+
+
+class ServerFunction(NamedTuple):
+    name: str  # the function as a frame prints it ('load_model', '__init__', '<module>')
+    phase: Phase
+    file: str | None = None  # only in this file (basename): for generic names
+    cls: str | None = None  # for a constructor (__init__): its class, as a statement calls it
+    # the function runs this phase and the ones after it (ModelRunner.initialize loads the weights,
+    # then makes the pools and the graphs): a frame in it is only a lower bound of the phase
+    onward: bool = False
+
+
+@dataclass(frozen=True)
+class Hint:
+    """What to change for a cause: ``text`` is a ``str.format`` template over the values
+    ``pipeline/hints.py`` reads from the log (``{mfs_text}``, ``{phase}`` ...)."""
+
+    cause: Cause
+    text: str
+    phases: frozenset[Phase | None] | frozenset[Phase] | None = None  # None: any phase (and none)
+    needs: tuple[str, ...] = ()  # values the row needs (it is skipped without them)
+
+
+@dataclass(frozen=True)
+class Pack:
+    """Everything logphase knows about one server, or one vocabulary servers share."""
+
+    name: str  # its folder under grammars/ and its module under logphase/servers/
+    display_name: str
+    grammars: tuple[str, ...]  # the message grammars it brings (file stems), in dispatch order
+    server: bool = True  # a server's pack (its messages are looked for anywhere in a line), or the shared one
+    record_grammars: tuple[str, ...] = ()  # grammars of multi-line records' lines (records.py assembles them)
+    error_grammars: tuple[str, ...] = ()  # grammars of error phrases, read by the cause table
+    messages: Mapping[str, Message] = field(default_factory=dict)
+    signatures: tuple[Signature, ...] = ()
+    functions: tuple[ServerFunction, ...] = ()
+    hints: tuple[Hint, ...] = ()
+    # the server's config keys the hints quote (hint value -> key of the server's arguments)
+    hint_settings: Mapping[str, str] = field(default_factory=dict)
+    # the programs that launch the server: their own Python warnings are launch evidence
+    launchers: tuple[str, ...] = ()
+    # what the server's warmup asks first (an HTTP path prefix): warmup evidence, not serving
+    warmup_paths: tuple[str, ...] = ()
+    # a traceback's frames (regular expressions over a frame's path): the server's own code, and a
+    # test harness's (a harness's failure is not the server's)
+    server_paths: tuple[str, ...] = ()
+    harness_paths: tuple[str, ...] = ()
+    # what the server logs before the traceback of a process that dies from it (regular expressions
+    # over the header), and the same when the input ends inside the header ('... hit an exception: Tra')
+    fatal_headers: tuple[str, ...] = ()
+    cut_headers: tuple[str, ...] = ()
+
+
+# -- transitions the rows of several packs use ------------------------------------------------------
+
+D, W, M, C = Phase.DISTRIBUTED_INIT, Phase.WEIGHT_LOADING, Phase.MEMORY_POOL, Phase.CUDA_GRAPH_CAPTURE
+BEGIN, EVIDENCE, WEAK, END = PhaseRole.BEGIN, PhaseRole.EVIDENCE, PhaseRole.WEAK, PhaseRole.END
+CLOSE = Transition(None, PhaseRole.CLOSE)
+HTTP_UP = Transition(Phase.WARMUP, PhaseRole.EVIDENCE, server_level=True)
+LAUNCH_NOTE = Transition(Phase.LAUNCH, PhaseRole.EVIDENCE, server_level=True)
+
+
+def t(phase: Phase, role: PhaseRole, server_level: bool = False) -> Transition:
+    return Transition(phase, role, server_level)
