@@ -214,6 +214,15 @@ MESSAGES: dict[str, Message] = {
     ),
     "max_concurrent_requests": Message("sglang", b.with_message(ev.StartupNote), t(M, EVIDENCE), scheduler=True),
     "cuda_graph_addresses": Message("sglang", b.with_message(ev.StartupNote), t(C, WEAK), scheduler=True),
+    # LoRA adapters load after the base weights: weight loading goes on until the last one
+    "lora_backend": Message("sglang", b.with_message(ev.StartupNote), t(W, EVIDENCE), scheduler=True),
+    "lora_adapter_loading": Message("sglang", b.with_message(ev.StartupNote), t(W, EVIDENCE), scheduler=True),
+    "lora_manager_ready": Message("sglang", b.with_message(ev.StartupNote), t(W, EVIDENCE), scheduler=True),
+    "mla_optimization": Message("sglang", b.with_message(ev.StartupNote), t(D, WEAK), scheduler=True),
+    # the main process reads the chat template while the schedulers start: says no phase
+    "chat_template_default": Message("sglang", b.with_message(ev.StartupNote)),
+    "vllm_nccl_library": Message("sglang", b.with_message(ev.StartupNote), t(D, WEAK), scheduler=True),
+    "p2p_access_cache": Message("sglang", b.with_message(ev.StartupNote), t(D, WEAK), scheduler=True),
 }
 
 _ROOT, _ECHO, _WRAP = Role.ROOT, Role.ECHO, Role.WRAPPER
