@@ -394,6 +394,16 @@ HINTS: tuple[Hint, ...] = (
         "--dist-init-addr is reachable, --nnodes/--node-rank are right and no firewall blocks the ports; "
         "raise --dist-timeout only if a step is legitimately slow.",
     ),
+    # in distributed init the schedulers bind torch.distributed's store (the NCCL port) and their
+    # ZMQ ports, not the HTTP port: the port the error names is one of those
+    Hint(
+        Cause.PORT_IN_USE,
+        "A port the schedulers bind in distributed init is taken (the one named above, not the HTTP --port): "
+        "torch.distributed's store (--nccl-port, or the port of --dist-init-addr on multi-node) or an internal "
+        "port SGLang picked; stop the old server holding it (ss -ltnp | grep <port>) or pass another --nccl-port "
+        "/ --dist-init-addr port.",
+        frozenset({Phase.DISTRIBUTED_INIT}),
+    ),
     Hint(
         Cause.PORT_IN_USE,
         "The port{port_text} is taken: stop the old server (ss -ltnp | grep{port_text}) or pass another --port.",
