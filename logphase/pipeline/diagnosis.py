@@ -50,6 +50,7 @@ def _any_of(patterns: tuple[str, ...]) -> re.Pattern[str]:
 # traceback of a process that dies from it
 _HARNESS_FRAME = _any_of(tuple(p for pack in PACKS for p in pack.harness_paths))
 _SERVER_FRAME = _any_of(tuple(p for pack in PACKS for p in pack.server_paths))
+_REQUEST_FRAME = _any_of(tuple(p for pack in PACKS for p in pack.request_paths))
 _FATAL_HEADER = _any_of(tuple(p for pack in PACKS for p in pack.fatal_headers))
 # threading's excepthook header (traceback.lark), as a record keeps it: without its ':'
 _THREAD_HEADER = re.compile(terminal_pattern("traceback", "THREAD_EXCEPTION"))
@@ -241,6 +242,8 @@ def _ignored(e: ev.PythonException, after_ready: bool) -> bool:
         return False  # the server logs it before the process dies from it
     if not e.uncaught or is_harness_traceback(e):
         return True
+    if after_ready and any(_REQUEST_FRAME.search(f.path) for f in e.frames):
+        return True  # one request failed (the client got a 500): the server serves on
     if after_ready and e.frames and not any(_SERVER_FRAME.search(f.path) for f in e.frames):
         return True  # a client's or a benchmark's traceback next to a server that is up
     # a lone 'Error: ...' of a harness next to a server that is up: only known errors count

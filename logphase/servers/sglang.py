@@ -33,6 +33,8 @@ from logphase.servers.pack import (
 )
 
 _LAUNCH_LEVEL = t(Phase.LAUNCH, EVIDENCE, server_level=True)
+_SERVING_NOTE = Transition(Phase.READY, PhaseRole.SERVING, server_level=True)
+_SERVING_OR_WARMUP_NOTE = Transition(Phase.READY, PhaseRole.SERVING_OR_WARMUP, server_level=True)
 
 MESSAGES: dict[str, Message] = {
     # server_args.lark: the dump (its builder is in classify.py: a grammar of its own values)
@@ -223,6 +225,10 @@ MESSAGES: dict[str, Message] = {
     "chat_template_default": Message("sglang", b.with_message(ev.StartupNote)),
     "vllm_nccl_library": Message("sglang", b.with_message(ev.StartupNote), t(D, WEAK), scheduler=True),
     "p2p_access_cache": Message("sglang", b.with_message(ev.StartupNote), t(D, WEAK), scheduler=True),
+    # a request's fate while serving: noise of the ready phase, never a failure (decode retraction
+    # comes from decode steps only, never from the warmup's short request)
+    "request_retraction": Message("sglang", b.with_message(ev.StartupNote), _SERVING_NOTE),
+    "request_abort": Message("sglang", b.with_message(ev.StartupNote), _SERVING_OR_WARMUP_NOTE),
 }
 
 _ROOT, _ECHO, _WRAP = Role.ROOT, Role.ECHO, Role.WRAPPER
