@@ -178,6 +178,15 @@ def noise_reason(message: dict) -> str | None:
     return None
 
 
+def boundary_phase(message: dict) -> str | None:
+    """The phase a boundary line begins (noise.json `boundaries`: the warmup's last line begins
+    ready), or None."""
+    for entry in noise().get("boundaries", []):
+        if message["template"].startswith(entry["template"]):
+            return str(entry["phase"])
+    return None
+
+
 # -- measuring -------------------------------------------------------------------------------------
 
 
@@ -218,7 +227,9 @@ def judge(path: str, area: str, message: dict) -> Verdict:
     recognised, phases, cause = read_line(log_line(path, area, message, text))
     if not recognised:
         return Verdict("unrecognised")
-    if message["phase"] in phases:
+    expected = boundary_phase(message) or message["phase"]
+    if expected in phases or (message.get("shared") and phases):
+        # (a shared helper's line is evidence of whichever phase calls it)
         return Verdict("covered", phases)
     if message["level"] in FAILING and cause is not None:
         # an error line is a failure: its phase is where the rank was, which one line cannot show
@@ -361,7 +372,9 @@ in `grammars/sglang/catalogue/coverage.json` (the ratchet, rewritten by the same
   (`[2026-01-01 10:00:00 TP0] ...`), read by `logphase.parse_text` (the public API only), gives
   an event that places the line in the phase it is printed in (an `error` line: a failure, whose
   phase is where the rank was); or `noise.json` lists it, with the reason it says nothing about
-  the phase. The phase a line is printed in is its function's, or a later one when an earlier
+  the phase (or its `boundaries` say which phase the line begins: the warmup's last line begins
+  ready; a shared helper's line, `get_available_gpu_memory`'s, counts in any phase). The phase
+  a line is printed in is its function's, or a later one when an earlier
   line of the function called into a later phase (`max_total_num_tokens=` after the graphs). **recognised at all**: it gives an event (in any
   phase or none).
 - **raises mapped to a cause**: the `raise` statements of start-up functions, rendered as the

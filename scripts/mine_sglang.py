@@ -569,6 +569,8 @@ def add_phases(files: dict[str, dict], calls: dict, bases: dict) -> None:
             entry = assigned.get((path, fn))
             if entry is not None:
                 m["phase"] = phase_at(graph, last, path, fn, m["line"], str(entry["phase"]))
+                if "tied" in entry:
+                    m["shared"] = True  # a helper several phases call: its lines are in any of them
             elif fn == "<module>" or fn in classes:
                 m["phase"] = IMPORT_PHASE
             else:

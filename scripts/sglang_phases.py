@@ -79,6 +79,7 @@ PHASE_ROOTS: list[tuple[str, str, str | None]] = [
     ("memory_pool", "*.init_target_memory_pool", None),
     ("memory_pool", "*.alloc_memory_pool", None),
     ("memory_pool", "*.init_kv_cache_configurator", None),
+    ("memory_pool", "compute_post_capture_kv_resize", None),  # 0.5.20+: the KV cache sized after capture
     ("memory_pool", "*.__init__", "sglang/srt/mem_cache/memory_pool*.py"),
     ("memory_pool", "*.__init__", "sglang/srt/mem_cache/allocator*.py"),
     ("memory_pool", "*.__init__", "sglang/srt/mem_cache/allocator/*.py"),
@@ -96,6 +97,7 @@ PHASE_ROOTS: list[tuple[str, str, str | None]] = [
     ("distributed_init", "*init_torch_distributed", None),
     ("distributed_init", "init_distributed_environment", None),
     ("distributed_init", "initialize_model_parallel", None),
+    ("distributed_init", "init_parallel_runtime", None),  # 0.5.20+: "Init parallel begin."
     ("distributed_init", "ensure_model_parallel_initialized", None),
     ("distributed_init", "GroupCoordinator.__init__", None),
     ("distributed_init", "*Communicator.__init__", "sglang/srt/distributed/**"),

@@ -122,6 +122,9 @@ def test_every_noise_entry_has_a_reason_and_matches_something() -> None:
     for entry in data["messages"]:
         assert len(entry["reason"].strip()) > 10, entry
         assert any(m["template"].startswith(entry["template"]) for m in everything), f"stale noise entry: {entry['template']!r}"
+    for entry in data.get("boundaries", []):
+        assert entry["phase"] in (*K.START_UP_PHASES, "ready") and len(entry["reason"].strip()) > 10, entry
+        assert any(m["template"].startswith(entry["template"]) for m in everything), f"stale boundary: {entry['template']!r}"
 
 
 # -- the frame table -------------------------------------------------------------------------------
