@@ -561,6 +561,9 @@ def add_phases(files: dict[str, dict], calls: dict, bases: dict) -> None:
     graph = CallGraph(functions, calls, bases)
     assigned = assign_phases(graph)
     last = reach(graph, assigned)
+    for node, entry in assigned.items():
+        if node in last and last[node] != entry["phase"]:
+            entry["until"] = last[node]  # it runs on into that phase (TpModelWorker.__init__: capture)
     for path, f in files.items():
         f["phases"] = {q: e for (p, q), e in sorted(assigned.items()) if p == path}
         classes = set(bases.get(path, {}))
@@ -602,7 +605,8 @@ def write_functions(out: Path, dest: Path = FUNCTIONS) -> int:
     """The frame table of the SGLang pack, from every catalogued release: each function the
     start-up call graph reaches, by wheel path and qualified name, with its phase in the newest
     release that has it, the first and last release (of those mined) it is in, the phases it runs
-    through (`spans`), the other phases that reach it (`also`; `tied`: as near as its own, a
+    through (`spans`: of the roots it calls; `until`: the last phase it runs on into, through the
+    roots and its class's methods it calls), the other phases that reach it (`also`; `tied`: as near as its own, a
     shared helper whose phase is no evidence), and `changes` ([release, phase]
     from which a phase held) when releases disagree. One function a line, for readable diffs."""
     index = json.loads((out / "index.json").read_text())
@@ -616,7 +620,7 @@ def write_functions(out: Path, dest: Path = FUNCTIONS) -> int:
                 row["last"] = v
                 if not row["history"] or row["history"][-1][1] != e["phase"]:
                     row["history"].append([v, e["phase"]])
-                for k in ("spans", "also", "tied"):
+                for k in ("spans", "also", "tied", "until"):
                     if k in e:
                         row[k] = e[k]
                     else:
@@ -637,7 +641,7 @@ def write_functions(out: Path, dest: Path = FUNCTIONS) -> int:
         "schema": 1,
         "generator": "scripts/mine_sglang.py",
         "releases": versions,
-        "layout": "functions: wheel path -> qualified name -> {phase, first, last, spans?, also?, tied?, changes?}",
+        "layout": "functions: wheel path -> qualified name -> {phase, first, last, until?, spans?, also?, tied?, changes?}",
     }
     text = json.dumps(head, sort_keys=True)[:-1] + ', "functions": {\n' + ",\n".join(blocks) + "\n}}\n"
     json.loads(text)  # it must stay JSON

@@ -88,6 +88,9 @@ def test_structure(version: str) -> None:
             assert e["phase"] in PHASES and e["distance"] >= 0, (path, qual)
             assert set(e.get("also", [])) <= PHASES - {e["phase"]}, (path, qual)
             assert set(e.get("spans", [])) <= PHASES, (path, qual)
+            assert set(e.get("tied", [])) <= set(e.get("also", [])), (path, qual)
+            if "until" in e:
+                assert ORDER.index(e["until"]) > ORDER.index(e["phase"]), (path, qual)
         seen = set()
         for m in f["messages"]:
             assert {"line", "col", "function", "level", "template", "format"} <= m.keys()
