@@ -231,3 +231,108 @@ def test_markers_are_printed_in_their_phase(version: str) -> None:
     # the scheduler's ready line comes after the graphs (it closes the capture phase)
     ready_line = {m["phase"] for _, m in messages(version) if m["template"].startswith("max_total_num_tokens=")}
     assert ready_line and ready_line <= {"cuda_graph_capture", "memory_pool"}, (version, ready_line)
+
+
+def _mine_sources(sources: dict[str, str]) -> dict:
+    """The miner's per-file data and phases for made-up sources (no wheel)."""
+    import ast
+
+    files, calls, bases = {}, {}, {}
+    for path, text in sources.items():
+        m = MINER.Miner()
+        m.visit(ast.parse(text))
+        files[path] = {"area": MINER.area_of(path), "functions": m.functions, "messages": m.messages}
+        calls[path], bases[path] = m.calls, m.bases
+    MINER.add_phases(files, calls, bases)
+    return files
+
+
+def test_call_graph_on_made_up_sources() -> None:
+    """Roots give their phase to what they call; the nearest root wins; a line after a call into
+    a later phase is printed in that phase; a class picked at run time is followed."""
+    runner = '''
+class ModelRunner:
+    def __init__(self):
+        self.init_torch_distributed()
+        self.initialize()
+
+    def init_torch_distributed(self):
+        helper()
+
+    def initialize(self):
+        self.load_model()
+        self.init_memory_pool()
+        self.init_cuda_graphs()
+
+    def load_model(self):
+        logger.info("Load weight begin.")
+        read_weights()
+
+    def init_memory_pool(self):
+        helper()
+
+    def init_cuda_graphs(self):
+        self.cuda_graph_runner = CudaGraphRunner(self)
+
+def read_weights():
+    pass
+
+def helper():
+    pass
+'''
+    graphs = '''
+class CudaGraphRunner:
+    def __init__(self, runner):
+        self.capture()
+
+    def capture(self):
+        raise RuntimeError("Capture cuda graph failed")
+'''
+    scheduler = '''
+class Scheduler:
+    def __init__(self, overlap):
+        Worker = TpModelWorkerClient if overlap else TpModelWorker
+        self.tp_worker = Worker()
+        logger.info(f"max_total_num_tokens={self.max_total_num_tokens}")
+
+    def event_loop_normal(self):
+        self.run_batch()
+
+    def run_batch(self):
+        pass
+
+class TpModelWorker:
+    def __init__(self):
+        self.model_runner = ModelRunner()
+
+class TpModelWorkerClient:
+    def __init__(self):
+        pass
+'''
+    files = _mine_sources(
+        {
+            "sglang/srt/model_executor/model_runner.py": runner,
+            "sglang/srt/model_executor/cuda_graph_runner.py": graphs,
+            "sglang/srt/managers/scheduler.py": scheduler,
+        }
+    )
+    phases = {q: e for f in files.values() for q, e in f["phases"].items()}
+    expected = {
+        "ModelRunner.load_model": "weight_loading",
+        "read_weights": "weight_loading",
+        "ModelRunner.init_memory_pool": "memory_pool",
+        "CudaGraphRunner.capture": "cuda_graph_capture",
+        "ModelRunner.init_torch_distributed": "distributed_init",
+        "Scheduler.run_batch": "ready",
+        "TpModelWorkerClient.__init__": "launch",
+    }
+    assert {q: phases[q]["phase"] for q in expected} == expected
+    # helper() is as near to distributed init as to the memory pool: shared, no evidence
+    assert phases["helper"]["tied"]
+    assert phases["TpModelWorker.__init__"]["until"] == "cuda_graph_capture"
+    assert phases["ModelRunner.initialize"]["spans"] == ["weight_loading", "memory_pool", "cuda_graph_capture"]
+    by_text = {m["template"]: m["phase"] for f in files.values() for m in f["messages"]}
+    assert by_text["Load weight begin."] == "weight_loading"
+    assert by_text["Capture cuda graph failed"] == "cuda_graph_capture"
+    # printed by the scheduler's constructor after its worker captured the graphs
+    assert by_text["max_total_num_tokens={self.max_total_num_tokens}"] == "cuda_graph_capture"
