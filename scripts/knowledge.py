@@ -52,15 +52,20 @@ FAILING = ("error", "exception", "critical")
 
 # -- rendering -------------------------------------------------------------------------------------
 
-_LIST = re.compile(r"(?:^|_)(bs|bss|sizes|list|ids|ranks|devices|layers|shapes|paths|names|modules)(?:$|_)|batch_sizes|capture_bs|\[")
+_LIST = re.compile(r"(?:^|_)(bs|bss|sizes|list|ids|ranks|devices|layers|shapes|paths|names|modules)(?:$|_)|batch_sizes|capture_bs")
 _FLOAT = re.compile(r"mem|gb\b|_gb|memory|usage|fraction|ratio|elapsed|latency|time|duration|seconds|_s\b|percent|util")
-_INT = re.compile(r"num|tokens|rank|port|count|len\(|size|max_|min_|_id\b|idx|tp|dp|pp|ep\b|world|step|code|pid|bs\b|gpu_id|layer|chunk|page")
+_INT = re.compile(r"num|tokens|rank|port|count|len\(|size|max_|min_|_id\b|idx|tp|dp|pp|ep\b|world|step|code|pid|bs\b|gpu_id|layer|chunk|page|limit|capacity")
 _PATH = re.compile(r"path|model|dir|file|checkpoint|url|host")
 
 
 def value_for(expr: str, spec: str = "", after: str = "") -> str:
     """A plausible value for a placeholder, from its format spec, its name and the text after it."""
-    e = expr.lower()
+    # `procs[i].exitcode` reads as `procs.exitcode`, `graph_backend[device]` as `graph_backend`
+    e = re.sub(r"\[[^\[\]]*\]", "", expr).lower().strip()
+    if "traceback" in e:  # the traceback follows on the next lines
+        return "Traceback (most recent call last):"
+    if re.fullmatch(r"[ijkn]|idx|i \+ 1", e):
+        return "42"
     if spec.rstrip().endswith(("f", "e", "%", "g")):
         return "12.34"
     if spec.rstrip().endswith(("d", "x")):
@@ -71,6 +76,8 @@ def value_for(expr: str, spec: str = "", after: str = "") -> str:
         return "[1, 2, 4, 8]"
     if "dtype" in e:
         return "torch.bfloat16"
+    if "graph" in e and "backend" in e:  # graph_backend[device]: "cuda graph", "npu graph"
+        return "cuda graph"
     if "backend" in e:
         return "flashinfer"
     if _FLOAT.search(e):
