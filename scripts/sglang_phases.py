@@ -133,6 +133,7 @@ TOO_GENERIC = frozenset(
         "copy", "put", "pop", "append", "extend", "items", "keys", "values", "join", "format",
         "item", "cuda", "cpu", "size", "view", "__enter__", "__exit__", "process", "handle",
         "shutdown", "exit", "check", "load", "save", "register", "setup", "prepare", "execute",
+        "initialize",
     }
 )
 AMBIGUOUS = 3  # a name called on an unknown receiver is followed only when it has this few definitions
@@ -161,6 +162,12 @@ def call_ref(node: ast.AST) -> tuple[str, str, str] | None:
 
 def _squash(name: str) -> str:
     return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+def _subsequence(short: str, long: str) -> bool:
+    """'tpworker' in 'tpmodelworker': a receiver named after its class, words left out."""
+    rest = iter(long)
+    return all(ch in rest for ch in short)
 
 
 class CallGraph:
@@ -210,12 +217,14 @@ class CallGraph:
         candidates = self.methods.get(name, [])
         if hint:
             h = _squash(hint)
-            named = [c for c in candidates if h and (h in _squash(c[1].split(".")[0]) or _squash(c[1].split(".")[0]) in h)]
+            named = [c for c in candidates if h and (_subsequence(h, _squash(c[1].split(".")[0])) or _squash(c[1].split(".")[0]) in h)]
             if named:
                 return named
             cls_named = [c for c in candidates if c[1].split(".")[0] == hint]
             if cls_named:
                 return cls_named
+            # a receiver that names no class of ours (`sgl_kernel.ops.initialize()`): not ours
+            return []
         if name in TOO_GENERIC or len(candidates) > AMBIGUOUS:
             return []
         return candidates
