@@ -69,6 +69,8 @@ START_UP_FILES: list[tuple[str, str]] = [
     ("sglang/srt/entrypoints/engine.py", "launch"),
     ("sglang/srt/entrypoints/warmup.py", "warmup"),
     ("sglang/srt/server_args.py", "server_args"),
+    # 0.5.15+: the argument groups, their resolution hooks and checks (most of server_args' lines by 0.5.19)
+    ("sglang/srt/arg_groups/**", "server_args"),
     ("sglang/srt/managers/configure_logging.py", "logging"),
     # front ends (HTTP, gRPC, OpenAI base: request-level errors while serving)
     ("sglang/srt/entrypoints/http_server*.py", "http"),
@@ -98,12 +100,16 @@ START_UP_FILES: list[tuple[str, str]] = [
     ("sglang/srt/mem_cache/allocator*.py", "memory_pool"),
     ("sglang/srt/mem_cache/allocator/*.py", "memory_pool"),
     ("sglang/srt/mem_cache/kv_cache_configurator.py", "memory_pool"),
+    ("sglang/srt/mem_cache/pool_host/*.py", "memory_pool"),
+    ("sglang/srt/mem_cache/unified_memory_pool.py", "memory_pool"),
     # weights and model config
     ("sglang/srt/model_loader/*.py", "weight_loading"),
     ("sglang/srt/configs/model_config.py", "model_config"),
     ("sglang/srt/model_config.py", "model_config"),
     ("sglang/srt/hf_transformers_utils.py", "model_config"),
     ("sglang/srt/utils/hf_transformers_utils.py", "model_config"),
+    ("sglang/srt/utils/hf_transformers/*.py", "model_config"),
+    ("sglang/srt/weight_cache/*.py", "weight_loading"),
     # distributed init
     ("sglang/srt/distributed/*.py", "distributed"),
     ("sglang/srt/distributed/device_communicators/*.py", "distributed"),

@@ -83,6 +83,8 @@ PHASE_ROOTS: list[tuple[str, str, str | None]] = [
     ("memory_pool", "*.__init__", "sglang/srt/mem_cache/memory_pool*.py"),
     ("memory_pool", "*.__init__", "sglang/srt/mem_cache/allocator*.py"),
     ("memory_pool", "*.__init__", "sglang/srt/mem_cache/allocator/*.py"),
+    ("memory_pool", "*.__init__", "sglang/srt/mem_cache/pool_host/*.py"),
+    ("memory_pool", "*.__init__", "sglang/srt/mem_cache/unified_memory_pool.py"),
     ("memory_pool", "*", "sglang/srt/mem_cache/kv_cache_configurator.py"),
     ("memory_pool", "*", "sglang/srt/model_executor/pool_configurator.py"),
     # -- weights
@@ -111,6 +113,7 @@ PHASE_ROOTS: list[tuple[str, str, str | None]] = [
     ("launch", "<module>", "sglang/launch_server.py"),
     ("launch", "prepare_server_args", None),
     ("launch", "ServerArgs.*", "sglang/srt/server_args.py"),
+    ("launch", "*", "sglang/srt/arg_groups/**"),  # 0.5.15+: server arguments resolved by groups and hooks
     ("launch", "_set_envs_and_config", None),
     ("launch", "run_scheduler_process", None),
     ("launch", "run_data_parallel_controller_process", None),
