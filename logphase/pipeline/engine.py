@@ -12,20 +12,18 @@ import copy
 import os
 import re
 from collections.abc import Callable, Mapping
-from functools import cache
 
 from logphase.pipeline import events as ev
 from logphase.pipeline.build_report import build_report
+from logphase.pipeline.bulk import BulkReader, QuietLines
 from logphase.pipeline.classify import classify, foreign_source
 from logphase.pipeline.clock import LogClock
-from logphase.pipeline.envelope import Envelope, Stamp, plain_minutes_valid, split_envelope, valid_plain_stamp, valid_stamp
+from logphase.pipeline.envelope import Envelope, Stamp, split_envelope, valid_stamp
 from logphase.pipeline.events import LineInfo
 from logphase.pipeline.grammars import terminal_pattern
-from logphase.pipeline.lines import LineSplitter, LogicalLine, Run, RunPatterns, count_pieces, pieces_of
+from logphase.pipeline.lines import LineSplitter, LogicalLine, Run
 from logphase.pipeline.machine import PhaseMachine
 from logphase.pipeline.messages import MESSAGES
-from logphase.pipeline.plain import PLAIN_LINES, PLAIN_RUN, bulk_runs, junk_line
-from logphase.pipeline.prefilter import event_finder
 from logphase.pipeline.records import RecordAssembler, cut_header, line_shape, opens_record
 from logphase.pipeline.redact import redact_text
 from logphase.pipeline.report import LinesReport, Report, WarningReport, normalize_expect
@@ -33,25 +31,8 @@ from logphase.pipeline.report import LinesReport, Report, WarningReport, normali
 # Raw text kept on an event; the rest of a long line is reachable through its line number.
 MAX_RAW_CHARS = 2000
 KEEP_UNRECOGNIZED = 200
-# bytes read before the bulk path looks for quiet runs (plain.bulk_runs) too
-QUIET_RUNS_AFTER = 1 << 20
 # "file.py:12: UserWarning: text" is followed by the indented source line (sometimes two)
 WARNING_TAIL_LINES = 2
-_PLAIN = RunPatterns(PLAIN_LINES, PLAIN_RUN)
-# a quiet line's timestamp (plain.bulk_runs checked its shape)
-_QUIET_STAMP = re.compile(rb"(?m)^\[(.{19})")
-
-
-@cache
-def _bulk() -> RunPatterns:
-    """Plain and quiet runs (plain.bulk_runs), junk lines (plain.junk_line): built on the first
-    bulk read, not at import."""
-    return RunPatterns(PLAIN_LINES, bulk_runs(), junk_line)
-
-
-# a traceback header inside a run of plain lines: the run takes the long way (traceback.lark's TRACEBACK)
-_TRACEBACK_BYTES = b"Traceback (most recent call last):"
-assert re.fullmatch(terminal_pattern("traceback", "TRACEBACK"), _TRACEBACK_BYTES.decode())
 # PyTorch's glog prefix: level, month and day, time ("E0130 18:11:34.707542"), from grammars/shared/torch.lark
 # ("E130 ..." in c10's own logger: the month without its leading zero)
 _GLOG_TIME = re.compile(r"\[?[IWEF](?P<month>\d\d?)(?P<day>\d\d) (?P<time>\d\d:\d\d:\d\d(?:\.\d+)?)")
@@ -61,8 +42,6 @@ assert re.fullmatch(terminal_pattern("torch", "GLOG_STAMP"), "E130 18:11:34.7075
 _HALF_PREFIX = re.compile(r"\[(?:\d[\d\-:.,T ]*(?: [A-Z]{1,4}\d*)*|r(?:a(?:n(?:k\d*)?)?)?)?|\d{1,4}(?:-[\d\-:.,T+Z]*)?")
 # what a progress bar's redraw shows ("40%|████", "50% Completed | 3/6", "| 14/35 [00:0")
 _BAR_SHAPE = re.compile(r"\d%\||% Completed|\| *\d+/\d+ \[")
-_DIGITS_TO_0 = bytes.maketrans(b"123456789", b"000000000")
-_STAMP_SHAPE = b"0000-00-00 00:00:00"  # what PLAIN_LINE's 19-byte timestamps must look like
 
 
 class Engine:
@@ -102,7 +81,7 @@ class Engine:
         self._first_bad_stamp: tuple[int, str] | None = None
         self._warning_tail = 0  # indented source lines that follow a Python warning
         self._finished = False
-        self._quiet_runs = False  # the bulk path looks for quiet runs (QUIET_RUNS_AFTER)
+        self._bulk = BulkReader()
 
     # -- public face ------------------------------------------------------------------------------
 
@@ -121,14 +100,10 @@ class Engine:
             for line in self._splitter.feed(data):
                 self._line(line, out)
             return out
-        # quiet runs pay for themselves on long logs only: their patterns take ~40 ms to build; and
-        # at once on bytes that are not text (binary data read line by line costs ~100 us a line)
-        if not self._quiet_runs and (self._splitter.bytes_seen + len(data) > QUIET_RUNS_AFTER or _not_text(data)):
-            self._quiet_runs = True
-        patterns = _bulk() if self._quiet_runs else _PLAIN
-        for item in self._splitter.feed_runs(data, patterns):
+        target = _BulkSide(self, out)
+        for item in self._bulk.split(self._splitter, data):
             if isinstance(item, Run):
-                self._run(item, out)
+                self._bulk.read(item, target)
             else:
                 self._line(item, out)
         return []
@@ -210,137 +185,6 @@ class Engine:
     def bytes_seen(self) -> int:
         """Bytes fed so far."""
         return self._splitter.bytes_seen
-
-    # -- runs of plain lines (collect_events=False) -----------------------------------------------
-
-    def _run(self, run: Run, out: list[ev.EventBase]) -> None:
-        """Lines that classify() would turn into RuntimeBatch / HttpAccess events: what ``_line``
-        does with them is counting them and moving the clock, unless state says otherwise."""
-        if run.quiet:
-            self._quiet_run(run, out)
-            return
-        data, lineno, offset, n, stamps, joined, _, _, _ = run
-        if (
-            not self._gate_open
-            or joined.translate(_DIGITS_TO_0) != _STAMP_SHAPE * n
-            or not plain_minutes_valid(joined)
-            or _TRACEBACK_BYTES in data
-            # no "L", no "NCCL": a one-byte search is many times faster than a five-byte one
-            or (b"INFO:" in data and b"L" in data and b"NCCL" in data)
-        ):
-            # rare: another time format, a traceback or NCCL text inside, --since not reached yet
-            self._run_lines(data, lineno, offset, 1, out)
-            return
-        i = 0
-        line_i, pos = 0, 1  # data[pos:] starts with line number line_i of the run
-        while i < n:
-            if not self._machine.ready:
-                # before ready these lines are evidence (warmup, or a log that starts while serving)
-                while line_i < i:
-                    pos = data.index(b"\n", pos) + 1
-                    line_i += 1
-                self._run_lines(data, lineno + i, offset + pos - 1, pos, out)
-                return
-            taken = 0
-            if self._records.takes_plain_lines():  # else the line closes the open traceback
-                self._note_server_time(_iso(stamps[i][0]), lineno + i)
-                taken = self._machine.feed_plain(stamps[i:] if i else stamps, lineno + i)
-            if taken:
-                self._counts["events"] += taken
-                self._last_ts = stamps[i + taken - 1][0].decode("ascii").replace(" ", "T", 1)
-                self._note_server_time(self._last_ts, lineno + i)
-                self._warning_tail = 0
-                i += taken
-            if i < n:
-                # this line needs the long way (a clock jump starts a new run, a traceback closes)
-                while line_i < i:
-                    pos = data.index(b"\n", pos) + 1
-                    line_i += 1
-                end = data.index(b"\n", pos)
-                self._line(LogicalLine(lineno + i, offset + pos - 1, data[pos:end].decode("ascii")), out)
-                pos, line_i = end + 1, i + 1
-                i += 1
-
-    def _quiet_run(self, run: Run, out: list[ev.EventBase]) -> None:
-        """Lines that may be no event (plain.bulk_runs): the lines that hold none of the
-        pre-filter's literals are unrecognized, counted in bulk, moving the clock as each would;
-        the others take the long way, and so does every line while state needs each one (--since
-        not reached, an open record, a warning's source lines, --unrecognized)."""
-        data, lineno, offset, segmented = run.data, run.lineno, run.offset, run.segmented
-        hits = event_finder().line_hits(data)
-        h = 0
-        pos, line_i = 1, 0  # data[pos:] is the run's line line_i
-        while pos < len(data):
-            if not self._quiet_state_clean():
-                end = data.index(b"\n", pos)
-                self._run_line(data[pos:end], lineno + line_i, offset + pos - 1, segmented, out)
-                pos, line_i = end + 1, line_i + 1
-                continue
-            while h < len(hits) and hits[h] - 1 < pos:
-                h += 1  # a literal on a line already read
-            if h == len(hits):
-                self._quiet_lines(data[pos - 1 :], lineno + line_i, offset + pos - 1, run, out)
-                return
-            start = data.rfind(b"\n", 0, hits[h] - 1) + 1
-            line_i += self._quiet_lines(data[pos - 1 : start], lineno + line_i, offset + pos - 1, run, out)
-            end = data.index(b"\n", hits[h] - 1)
-            self._run_line(data[start:end], lineno + line_i, offset + start - 1, segmented, out)
-            pos, line_i = end + 1, line_i + 1
-
-    def _quiet_state_clean(self) -> bool:
-        """Whether a line with no event would change nothing but counts (and the clock)."""
-        return self._gate_open and self._on_unrecognized is None and not self._warning_tail and not self._records.has_open()
-
-    def _quiet_lines(self, data: bytes, lineno: int, offset: int, run: Run, out: list[ev.EventBase]) -> int:
-        """``data`` (b"\\n" and whole lines of ``run``) holds unrecognized lines: count them, keep
-        the first ones as the sample, move the clock (SGLang's lines). Returns how many lines it had."""
-        n = data.count(b"\n") - 1
-        if n <= 0:
-            return 0
-        room = KEEP_UNRECOGNIZED - len(self.unrecognized_sample)
-        if room > 0:
-            # the sample is taken line by line (each line the long way, as it would be)
-            cut = 0
-            for _ in range(min(room, n)):
-                cut = data.index(b"\n", cut + 1)
-            self._run_lines(data[: cut + 1], lineno, offset, 1, out, run.segmented)
-            if room >= n:
-                return n
-            rest = self._quiet_lines(data[cut:], lineno + room, offset + cut, run, out)
-            return room + rest
-        if run.unstamped:
-            self._counts["unrecognized"] += count_pieces(data) if run.segmented else n
-            return n  # no time, no writer: nothing else moves
-        stamps = _QUIET_STAMP.findall(data)
-        first, last, low, high = stamps[0], stamps[-1], min(stamps), max(stamps)
-        one_date = low[:10] == high[:10] and valid_plain_stamp(low) and valid_plain_stamp(high)
-        if not (one_date and plain_minutes_valid(b"".join(stamps))):
-            # a stamp that makes no time among them (or a change of date): each line the long way
-            self._run_lines(data, lineno, offset, 1, out, run.segmented)
-            return n
-        self._counts["unrecognized"] += count_pieces(data) if run.segmented else n
-        self._warning_tail = 0
-        self._note_server_time(_iso(first), lineno)
-        self._last_ts = self._clock.resolve(Stamp(int(last[:4]), int(last[5:7]), int(last[8:10]), last[11:19].decode()))
-        self._note_server_time(_iso(high), lineno)
-        self._machine.note_lines(_iso(first), _iso(high), lineno + n - 1)
-        return n
-
-    def _run_lines(
-        self, data: bytes, lineno: int, offset: int, pos: int, out: list[ev.EventBase], segmented: bool = False
-    ) -> None:
-        """The lines of a run from ``data[pos:]`` on (``lineno`` at ``offset``), one by one."""
-        for i, raw in enumerate(data[pos:-1].split(b"\n")):
-            self._run_line(raw, lineno + i, offset, segmented, out)
-            offset += len(raw) + 1
-
-    def _run_line(self, raw: bytes, lineno: int, offset: int, segmented: bool, out: list[ev.EventBase]) -> None:
-        """One line of a run (without its \\n) the long way: a junk line's pieces each on its own."""
-        if not segmented:
-            self._line(LogicalLine(lineno, offset, raw.decode("ascii")), out)
-            return
-        for piece in pieces_of(raw, lineno, offset):
-            self._line(piece, out)
 
     # -- per line -------------------------------------------------------------------------------
 
@@ -522,6 +366,57 @@ class Engine:
         out.append(event)
 
 
+class _BulkSide:
+    """The engine as the bulk path sees it (bulk.BulkTarget): its state, and where counted lines
+    and the lines that need the long way go."""
+
+    def __init__(self, engine: Engine, out: list[ev.EventBase]) -> None:
+        self._engine, self._out = engine, out
+
+    def gate_open(self) -> bool:
+        return self._engine._gate_open
+
+    def ready(self) -> bool:
+        return self._engine._machine.ready
+
+    def takes_plain_lines(self) -> bool:
+        return self._engine._records.takes_plain_lines()
+
+    def quiet_clean(self) -> bool:
+        e = self._engine
+        return e._gate_open and e._on_unrecognized is None and not e._warning_tail and not e._records.has_open()
+
+    def sample_room(self) -> int:
+        return KEEP_UNRECOGNIZED - len(self._engine.unrecognized_sample)
+
+    def served(self, stamps: list[tuple[bytes, bytes]], first_line: int) -> int:
+        e = self._engine
+        e._note_server_time(_iso(stamps[0][0]), first_line)
+        taken = e._machine.feed_plain(stamps, first_line)
+        if taken:
+            e._counts["events"] += taken
+            e._last_ts = _iso(stamps[taken - 1][0])
+            e._note_server_time(e._last_ts, first_line)
+            e._warning_tail = 0
+        return taken
+
+    def quiet(self, lines: QuietLines) -> None:
+        e = self._engine
+        e._counts["unrecognized"] += lines.logical
+        first, last, high = lines.first, lines.last, lines.high
+        if first is None or last is None or high is None:
+            return  # no time, no writer: nothing else moves
+        first_line = lines.last_line - lines.lines + 1
+        e._warning_tail = 0
+        e._note_server_time(_iso(first), first_line)
+        e._last_ts = e._clock.resolve(Stamp(int(last[:4]), int(last[5:7]), int(last[8:10]), last[11:19].decode()))
+        e._note_server_time(_iso(high), first_line)
+        e._machine.note_lines(_iso(first), _iso(high), lines.last_line)
+
+    def long_way(self, line: LogicalLine) -> None:
+        self._engine._line(line, self._out)
+
+
 def _written(env: Envelope) -> str:
     """A stamp as the line wrote it, near enough for a warning (the clock could not date it)."""
     stamp = env.stamp or env.outer
@@ -534,17 +429,6 @@ def _written(env: Envelope) -> str:
 
 def _iso(stamp: bytes) -> str:
     return stamp.decode("ascii").replace(" ", "T", 1)
-
-
-def _not_text(data: bytes) -> bool:
-    """NUL bytes or invalid UTF-8: binary data (a block cut inside a character counts too, harmlessly)."""
-    if data.isascii():
-        return b"\x00" in data
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return True
-    return False
 
 
 def normalize_time(text: str) -> str:

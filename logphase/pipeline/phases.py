@@ -59,12 +59,9 @@ class Transition(NamedTuple):
 # the grammars; ``validate_table`` checks its transitions.
 
 
-def validate_table(table: dict[str, Transition] | None = None) -> list[str]:
-    """Problems with a table of transitions (by default the message table's); empty when sound."""
-    if table is None:
-        from logphase.pipeline.messages import transitions
-
-        table = transitions()
+def validate_table(table: dict[str, Transition]) -> list[str]:
+    """Problems with a table of transitions (the message table's: ``messages.transitions()``, which
+    imports this module, so it is passed in); empty when sound."""
     problems: list[str] = []
     entered = {t.phase for t in table.values() if t.role in (Role.BEGIN, Role.EVIDENCE, Role.WEAK, Role.END)}
     for phase in PHASE_ORDER:

@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
     import orjson
 
     from logphase.faces.follow import Follower, FollowOptions, follow_file, follow_stream
-    from logphase.faces.follow_records import SummaryRecord, TimeoutRecord
+    from logphase.faces.follow_records import SummaryRecord, TimeoutRecord, human_line
     from logphase.faces.text import render_text, use_color
 
     check_since(args.since)
@@ -120,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
     for name in args.files:
         refuse_what_is_no_log(name)
     if args.merge:
-        from logphase.faces.follow_merged import follow_merged
+        from logphase.faces.commands.follow_merged import follow_merged
 
         return follow_merged(args, options)
     current: list[Follower] = []
@@ -154,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
             elif current and (why := current[-1].exit_reason(record.exit_code)):
                 out.write(f"logphase: {why}\n".encode())
         else:
-            out.write(_human(record).encode())
+            out.write(human_line(record).encode())
         out.flush()
 
     code = OUTCOME_EXIT["starting"]
@@ -216,19 +216,3 @@ def refuse_stream_head(head: bytes, whole: bool) -> None:
         refuse_binary(head if whole else head[:-3], "<stdin>")
     except NotALog as exc:
         raise InputError(str(exc)) from None
-
-
-HUMAN_LABELS = {"failure": "FAILED", "run": "new run"}
-
-
-def _human(record: FollowRecord) -> str:
-    from logphase.faces.follow_records import FailureRecord
-
-    kind = record.kind
-    label = HUMAN_LABELS.get(kind, kind)
-    when = getattr(record, "ts", None) or ""
-    when = when.replace("T", " ") + "  " if when else ""
-    text = f"{when}{label:<8} {record.message}"
-    if isinstance(record, FailureRecord):
-        text += f"\n         hint: {record.failure.hint}"
-    return text + "\n"

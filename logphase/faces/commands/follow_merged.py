@@ -18,7 +18,7 @@ import time
 
 from logphase.faces.exit_codes import EXIT_INTERRUPTED, EXIT_TIMEOUT, OUTCOME_EXIT
 from logphase.faces.follow import Follower, FollowOptions, follow_file
-from logphase.faces.follow_records import FollowRecord, OutcomeRecord, SummaryRecord, TimeoutRecord
+from logphase.faces.follow_records import FollowRecord, OutcomeRecord, SummaryRecord, TimeoutRecord, human_line
 from logphase.faces.inputs import InputError
 from logphase.faces.merged import merge_logs, render_merged
 from logphase.pipeline.merge import MergedReport
@@ -128,14 +128,12 @@ def _merged(names: list[str], followers: list[Follower | None]) -> MergedReport 
 def _write(out: object, source: str, record: FollowRecord, as_json: bool) -> None:
     import orjson
 
-    from logphase.faces.commands.follow import _human
-
     assert hasattr(out, "write")
     if as_json:
         data = {"source": source, **record.model_dump(mode="json")}
         out.write(orjson.dumps(data) + b"\n")
     else:
-        out.write(f"{os.path.basename(source)}: {_human(record)}".encode(errors="replace"))
+        out.write(f"{os.path.basename(source)}: {human_line(record)}".encode(errors="replace"))
     out.flush()  # type: ignore[attr-defined]
 
 
