@@ -443,10 +443,11 @@ def parse_bytes(
     data: bytes, source: str = "<bytes>", expect: Mapping[str, object] | None = None, since: str | None = None
 ) -> Report:
     """The report on a whole log held in memory (its last run). See :class:`Engine` for the options."""
-    engine = Engine(source=source, since=since, collect_events=False)
-    engine.feed(data)
-    engine.finish()
-    return engine.report(expect)
+    return parse_stream(_nothing_more, source, expect, since, head=data)
+
+
+def _nothing_more(_size: int) -> bytes:
+    return b""
 
 
 def parse_text(text: str, source: str = "<text>", expect: Mapping[str, object] | None = None, since: str | None = None) -> Report:
@@ -460,15 +461,49 @@ def parse_text(text: str, source: str = "<text>", expect: Mapping[str, object] |
 BLOCK_SIZE = 1 << 20
 
 
+def read_all(
+    engine: Engine,
+    read: Callable[[int], bytes],
+    head: bytes = b"",
+    on_events: Callable[[list[ev.EventBase]], None] | None = None,
+) -> Engine:
+    """The read-feed loop of every reader of a whole input: ``head`` (already read from it) first,
+    then ``read(BLOCK_SIZE)`` until it gives b"", each block fed to the engine; then ``finish``.
+    ``on_events`` gets the events of each feed (none unless the engine collects them). Errors of
+    ``read`` propagate as they are. Returns the engine, finished."""
+    block = head
+    while True:
+        if block:
+            events = engine.feed(block)
+            if on_events is not None:
+                on_events(events)
+        block = read(BLOCK_SIZE)
+        if not block:
+            break
+    events = engine.finish()
+    if on_events is not None:
+        on_events(events)
+    return engine
+
+
+def parse_stream(
+    read: Callable[[int], bytes],
+    source: str,
+    expect: Mapping[str, object] | None = None,
+    since: str | None = None,
+    head: bytes = b"",
+) -> Report:
+    """The report on a log read through ``read`` (``head`` already read from it), in blocks with
+    constant memory: its last run."""
+    engine = Engine(source=source, since=since, collect_events=False)
+    return read_all(engine, read, head).report(expect)
+
+
 def parse_file(path: str | os.PathLike[str], expect: Mapping[str, object] | None = None, since: str | None = None) -> Report:
     """The report on a log file (its last run), read in 1 MiB blocks with constant memory.
 
     ``expect`` maps server_args keys to what you launched with, e.g. ``{"mem_fraction_static": 0.88}``;
     ``since`` ignores output stamped before that time. OSError if the file cannot be read."""
     name = os.fspath(path)
-    engine = Engine(source=name, since=since, collect_events=False)
     with open(name, "rb") as handle:
-        while block := handle.read(BLOCK_SIZE):
-            engine.feed(block)
-    engine.finish()
-    return engine.report(expect)
+        return parse_stream(handle.read, name, expect, since)
