@@ -33,10 +33,9 @@ MAX_RAW_CHARS = 2000
 KEEP_UNRECOGNIZED = 200
 # "file.py:12: UserWarning: text" is followed by the indented source line (sometimes two)
 WARNING_TAIL_LINES = 2
-# PyTorch's glog prefix: level, month and day, time ("E0130 18:11:34.707542"), from grammars/shared/torch.lark
-# ("E130 ..." in c10's own logger: the month without its leading zero)
-_GLOG_TIME = re.compile(r"\[?[IWEF](?P<month>\d\d?)(?P<day>\d\d) (?P<time>\d\d:\d\d:\d\d(?:\.\d+)?)")
-assert re.fullmatch(terminal_pattern("torch", "GLOG_STAMP"), "E130 18:11:34.707542")
+# PyTorch's glog prefix (grammars/shared/torch.lark's GLOG_STAMP): level, month and day, time
+# ("E0130 18:11:34.707542"; "E130 ..." in c10's own logger: the month without its leading zero)
+_GLOG_TIME = re.compile(r"\[?(" + terminal_pattern("torch", "GLOG_STAMP") + ")")
 # a last line that is only the start of a prefix: SGLang's or torchrun's bracket ("[2026-05-12 18:2",
 # "[2026-05-12 18:20:05 TP", "[rank"), or a wrapper's stamp ("2026-05-12T18:2")
 _HALF_PREFIX = re.compile(r"\[(?:\d[\d\-:.,T ]*(?: [A-Z]{1,4}\d*)*|r(?:a(?:n(?:k\d*)?)?)?)?|\d{1,4}(?:-[\d\-:.,T+Z]*)?")
@@ -189,28 +188,53 @@ class Engine:
     # -- per line -------------------------------------------------------------------------------
 
     def _line(self, line: LogicalLine, out: list[ev.EventBase]) -> None:
+        """One logical line the long way: envelope, time, then the first step that takes it (a
+        blank line, a cut last line, a warning's source line, an open record's next line, a
+        record's first line, a message or an unrecognized line)."""
         line = line._replace(text=redact_text(line.text))  # no secret reaches an event, a report or a face
-        text = line.text
-        env = split_envelope(text) if text.strip() else None
-        if env is not None:
-            env = self._same_physical_line(line.lineno, env)
+        env = self._envelope(line)
         if env is None or (not env.message.strip() and not env.stamped):
-            # a blank line, bare or in a wrapper ("sglang-1  | "): it may end a traceback's message
-            if not self._gate_open:
-                self._counts["ignored"] += 1
-                return
-            if line.partial and text.strip():  # a wrapper's prefix, cut before its message
-                self._counts["truncated"] += 1
-                self._truncated_line = line.lineno
-                return
-            consumed, closed = self._records.offer(env or split_envelope(""), line.lineno, False)
-            for event in closed:
-                self._emit(event, out)
-            if consumed:
-                self._counts["events"] += 1
-            else:
-                self._counts["blank"] += 1
+            self._blank(line, env, out)
             return
+        ts = self._time(line, env)
+        if not self._gate_open:
+            self._counts["ignored"] += 1
+            return
+        if line.partial and self._visibly_cut(line, env, ts):
+            self._partial(line, env, ts, out)
+            return
+        if self._warning_source(line.text, env) or self._record_goes_on(line, env, out):
+            self._counts["events"] += 1
+            return
+        info = self._info(line, env, ts)
+        if self._record_starts(line, env, info, out):
+            self._counts["events"] += 1
+            return
+        self._message(line, env, info, ts, out)
+
+    def _envelope(self, line: LogicalLine) -> Envelope | None:
+        """The line's envelope (None for a blank line), with its physical line's wrapper."""
+        if not line.text.strip():
+            return None
+        return self._same_physical_line(line.lineno, split_envelope(line.text))
+
+    def _blank(self, line: LogicalLine, env: Envelope | None, out: list[ev.EventBase]) -> None:
+        """A blank line, bare or in a wrapper ("sglang-1  | "): it may end a traceback's message."""
+        if not self._gate_open:
+            self._counts["ignored"] += 1
+            return
+        if line.partial and line.text.strip():  # a wrapper's prefix, cut before its message
+            self._counts["truncated"] += 1
+            self._truncated_line = line.lineno
+            return
+        consumed, closed = self._records.offer(env or split_envelope(""), line.lineno, False)
+        for event in closed:
+            self._emit(event, out)
+        self._counts["events" if consumed else "blank"] += 1
+
+    def _time(self, line: LogicalLine, env: Envelope) -> str | None:
+        """The line's time (None: it has none of its own); notes a bad stamp, opens the --since
+        gate, moves the last time seen."""
         ts = self._clock.of(env)
         self._retime_lines_before(line.lineno)
         # a wrapper's time alone may rightly give none (its clock is not SGLang's in any zone): only
@@ -221,44 +245,44 @@ class Engine:
             if not self._gate_open and self._since is not None and ts >= self._since:
                 self._gate_open = True
             self._last_ts = ts
-        if not self._gate_open:
-            self._counts["ignored"] += 1
-            return
-        if line.partial and self._visibly_cut(line, env, ts):
-            self._partial(line, env, ts, out)
-            return
-        if self._warning_tail:
-            shape = line_shape(text) if not env.stamped and text[:1] in " \t" else None
-            if not env.stamped and text[:1] in " \t" and (shape is None or shape.rule != "tb_frame"):
+        return ts
+
+    def _warning_source(self, text: str, env: Envelope) -> bool:
+        """Whether the line is a Python warning's indented source line (counted as its event's)."""
+        if not self._warning_tail:
+            return False
+        if not env.stamped and text[:1] in " \t":
+            shape = line_shape(text)
+            if shape is None or shape.rule != "tb_frame":
                 self._warning_tail -= 1
-                self._counts["events"] += 1
-                return
-            self._warning_tail = 0
+                return True
+        self._warning_tail = 0
+        return False
+
+    def _record_goes_on(self, line: LogicalLine, env: Envelope, out: list[ev.EventBase]) -> bool:
+        """Offers the line to the open records: whether one took it (the records it closed are emitted)."""
         # only an open record asks whose the line is (a search through a long line costs)
         foreign = self._records.has_open() and foreign_source(env)
         consumed, closed = self._records.offer(env, line.lineno, foreign)
         for done in closed:
             self._emit(done, out)
-        if consumed:
-            self._counts["events"] += 1
-            return
-        info = self._info(line, env, ts)
+        return consumed
+
+    def _record_starts(self, line: LogicalLine, env: Envelope, info: LineInfo, out: list[ev.EventBase]) -> bool:
+        """Whether the line opens a multi-line record (a traceback)."""
         record = opens_record(env, info)
-        if record is not None:
-            record.last_line = line.lineno
-            for done in self._records.start(env.stream, record):
-                self._emit(done, out)
-            self._counts["events"] += 1
-            return
+        if record is None:
+            return False
+        record.last_line = line.lineno
+        for done in self._records.start(env.stream, record):
+            self._emit(done, out)
+        return True
+
+    def _message(self, line: LogicalLine, env: Envelope, info: LineInfo, ts: str | None, out: list[ev.EventBase]) -> None:
+        """A one-line message: its event, or an unrecognized line."""
         found = classify(env, info)
         if found is None:
-            if env.stamped and ts is not None:
-                self._machine.note_line(ts, line.lineno)  # SGLang's, though no message logphase knows
-            self._counts["unrecognized"] += 1
-            if len(self.unrecognized_sample) < KEEP_UNRECOGNIZED:
-                self.unrecognized_sample.append((line.lineno, text[:300]))
-            if self._on_unrecognized is not None:
-                self._on_unrecognized(line)
+            self._unrecognized(line, env, ts)
             return
         self._counts["events"] += 1
         if isinstance(found, ev.PythonWarning):
@@ -266,6 +290,15 @@ class Engine:
         if ts is None:
             self._own_time(found, env, line.lineno)
         self._emit(found, out)
+
+    def _unrecognized(self, line: LogicalLine, env: Envelope, ts: str | None) -> None:
+        if env.stamped and ts is not None:
+            self._machine.note_line(ts, line.lineno)  # SGLang's, though no message logphase knows
+        self._counts["unrecognized"] += 1
+        if len(self.unrecognized_sample) < KEEP_UNRECOGNIZED:
+            self.unrecognized_sample.append((line.lineno, line.text[:300]))
+        if self._on_unrecognized is not None:
+            self._on_unrecognized(line)
 
     def _own_time(self, event: ev.EventBase, env: Envelope, line: int) -> None:
         """A line no wrapper or SGLang prefix dates may carry its own time: PyTorch's glog stamp
@@ -275,7 +308,8 @@ class Engine:
         m = _GLOG_TIME.match(env.message)
         if m is None:
             return
-        stamp = Stamp(None, int(m.group("month")), int(m.group("day")), m.group("time")[:15])
+        month_day, clock = m.group(1)[1:].split(" ", 1)  # after the level letter
+        stamp = Stamp(None, int(month_day[:-2]), int(month_day[-2:]), clock[:15])
         ts = self._clock.resolve(stamp) if valid_stamp(stamp) else None
         if ts is None:
             self._note_bad_stamp(line, m.group(0).lstrip("["))  # month 13: text, the time stays inherited
