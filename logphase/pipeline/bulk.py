@@ -1,4 +1,5 @@
-"""The bulk path: runs of lines read a block at a time, without building their events.
+"""The bulk path: runs of lines read a block at a time, without building their events (from stage 1,
+the lines, straight to stage 5, the phase machine, for the lines whose events would only be counted).
 
 Used by ``Engine(collect_events=False)`` (``logphase parse`` without --events). The splitter hands
 over runs (lines.Run) of lines matched by this module's patterns; :class:`BulkReader` reads a run
