@@ -119,42 +119,50 @@ def _firsts(items: Sequence[Any]) -> tuple[set[str], bool] | None:
     """(what a match of the sequence ``items`` can start with, whether it can be empty)."""
     parts: set[str] = set()
     for op, av in items:
-        if op is _sre.LITERAL:
-            parts.add(re.escape(chr(av)))
-            return parts, False
-        if op is _sre.IN:
-            for kind, value in av:
-                if kind is _sre.LITERAL:
-                    parts.add(re.escape(chr(value)))
-                elif kind is _sre.RANGE:
-                    parts.add(f"{re.escape(chr(value[0]))}-{re.escape(chr(value[1]))}")
-                elif kind is _sre.CATEGORY and value in _CATEGORIES:
-                    parts.add(_CATEGORIES[value])
-                else:
-                    return None  # a negated class or category
-            return parts, False
         if op in (_sre.AT, _sre.ASSERT, _sre.ASSERT_NOT):
             continue  # zero-width: the match starts with what follows (an assertion only narrows it)
-        if op is _sre.SUBPATTERN:
-            if av[1] & re.IGNORECASE:
-                return None
-            inner = _firsts(list(av[-1]))
-        elif op is _sre.BRANCH:
-            branches = [_firsts(list(b)) for b in av[1]]
-            if any(b is None for b in branches):
-                return None
-            inner = (set().union(*(b[0] for b in branches if b)), any(b[1] for b in branches if b))
-        elif op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT):
-            body = _firsts(list(av[2]))
-            inner = None if body is None else (body[0], body[1] or av[0] == 0)
-        else:
-            return None  # any character, a group reference ...
+        inner = _item_firsts(op, av)
         if inner is None:
             return None
         parts |= inner[0]
         if not inner[1]:
             return parts, False
     return parts, True
+
+
+def _item_firsts(op: Any, av: Any) -> tuple[set[str], bool] | None:
+    """``_firsts`` of one item of a parsed pattern (not a zero-width one)."""
+    if op is _sre.LITERAL:
+        return {re.escape(chr(av))}, False
+    if op is _sre.IN:
+        found = _class_firsts(av)
+        return None if found is None else (found, False)
+    if op is _sre.SUBPATTERN:
+        return None if av[1] & re.IGNORECASE else _firsts(list(av[-1]))
+    if op is _sre.BRANCH:
+        branches = [_firsts(list(b)) for b in av[1]]
+        if any(b is None for b in branches):
+            return None
+        return set().union(*(b[0] for b in branches if b)), any(b[1] for b in branches if b)
+    if op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT):
+        body = _firsts(list(av[2]))
+        return None if body is None else (body[0], body[1] or av[0] == 0)
+    return None  # any character, a group reference ...
+
+
+def _class_firsts(items: Sequence[Any]) -> set[str] | None:
+    """The parts of a character class ``[...]``, or None for a negated class or category."""
+    parts: set[str] = set()
+    for kind, value in items:
+        if kind is _sre.LITERAL:
+            parts.add(re.escape(chr(value)))
+        elif kind is _sre.RANGE:
+            parts.add(f"{re.escape(chr(value[0]))}-{re.escape(chr(value[1]))}")
+        elif kind is _sre.CATEGORY and value in _CATEGORIES:
+            parts.add(_CATEGORIES[value])
+        else:
+            return None
+    return parts
 
 
 class LiteralFinder:
