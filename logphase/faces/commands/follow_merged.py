@@ -30,87 +30,122 @@ SETTLE_S = 2.0
 
 
 def follow_merged(args: argparse.Namespace, options: FollowOptions) -> int:
-    from logphase.faces.text import use_color
-
     names: list[str] = list(args.files)
     if len(names) < 2 or "-" in names:
         raise InputError("--merge follows two log files or more, by name (not standard input)")
     for name in names:
         if os.path.isdir(name):
             raise InputError(f"{name}: is a directory, give a log file")
-    followers: list[Follower | None] = [None] * len(names)
-    inbox: queue.Queue[tuple[int, object]] = queue.Queue()
+    following = _MergedFollow(args, options, names)
+    following.start()
+    return following.run()
 
-    def watch(i: int) -> None:
+
+class _MergedFollow:
+    """The logs of one deployment followed at once: a thread each puts its records in one inbox;
+    this prints them and decides the deployment's verdict on the merged report."""
+
+    def __init__(self, args: argparse.Namespace, options: FollowOptions, names: list[str]) -> None:
+        from logphase.faces.text import use_color
+
+        self.args, self.options, self.names = args, options, names
+        self.followers: list[Follower | None] = [None] * len(names)
+        self.inbox: queue.Queue[tuple[int, object]] = queue.Queue()
+        self.out = sys.stdout.buffer
+        self.color = use_color(sys.stdout, args.color)
+        self.deadline = time.monotonic() + options.timeout if options.timeout is not None else None
+        self.running = len(names)
+        # a log has said all it will for now: its own verdict, or its follow ended
+        self.said = [False] * len(names)
+        self.settle_until: float | None = None
+
+    def start(self) -> None:
+        for i in range(len(self.names)):
+            threading.Thread(target=self._watch, args=(i,), daemon=True, name=f"follow {self.names[i]}").start()
+        if self.args.metrics_port is not None:
+            from logphase.faces.metrics import serve
+
+            port = serve(self.args.metrics_port, self._latest, self.args.metrics_host)
+            sys.stderr.write(f"logphase: serving metrics on port {port} (/metrics)\n")
+
+    def _watch(self, i: int) -> None:
         def keep(follower: Follower) -> None:
-            followers[i] = follower
+            self.followers[i] = follower
 
         try:
-            for record in follow_file(names[i], options, on_follower=keep):
-                inbox.put((i, record))
+            for record in follow_file(self.names[i], self.options, on_follower=keep):
+                self.inbox.put((i, record))
         finally:
-            inbox.put((i, _DONE))
+            self.inbox.put((i, _DONE))
 
-    for i in range(len(names)):
-        threading.Thread(target=watch, args=(i,), daemon=True, name=f"follow {names[i]}").start()
-    if args.metrics_port is not None:
-        from logphase.faces.metrics import serve
+    def _latest(self) -> tuple[Report | None, float | None]:
+        merged = _merged(self.names, self.followers)
+        server = merged.servers[0].report if merged is not None and len(merged.servers) == 1 else None
+        last = max((f.last_input for f in self.followers if f is not None), default=None)
+        return server, last
 
-        def latest() -> tuple[Report | None, float | None]:
-            merged = _merged(names, followers)
-            server = merged.servers[0].report if merged is not None and len(merged.servers) == 1 else None
-            last = max((f.last_input for f in followers if f is not None), default=None)
-            return server, last
+    def run(self) -> int:
+        try:
+            verdict = self._until_verdict()
+        except KeyboardInterrupt:
+            self._finish_if_merged()
+            sys.stderr.write("logphase: interrupted\n")
+            return EXIT_INTERRUPTED
+        if verdict is not None:
+            return verdict
+        merged = self._finish_if_merged()
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            sys.stderr.write(f"logphase: gave up after {self.options.timeout:g} s\n")
+            return EXIT_TIMEOUT
+        return OUTCOME_EXIT[merged.outcome] if merged is not None else OUTCOME_EXIT["starting"]
 
-        port = serve(args.metrics_port, latest, args.metrics_host)
-        sys.stderr.write(f"logphase: serving metrics on port {port} (/metrics)\n")
-    out = sys.stdout.buffer
-    color = use_color(sys.stdout, args.color)
-    deadline = time.monotonic() + options.timeout if options.timeout is not None else None
-    running = len(names)
-    # a log has said all it will for now: its own verdict, or its follow ended
-    said = [False] * len(names)
-    settle_until: float | None = None
-    try:
-        while running:
-            ends = [t for t in (deadline, settle_until) if t is not None]
+    def _until_verdict(self) -> int | None:
+        """Prints records until the deployment's verdict (its exit code), or until every log's
+        follow ended or the time is up (None)."""
+        while self.running:
+            ends = [t for t in (self.deadline, self.settle_until) if t is not None]
             wait = max(0.0, min(ends) - time.monotonic()) if ends else None
             try:
-                i, item = inbox.get(timeout=wait)
+                i, item = self.inbox.get(timeout=wait)
             except queue.Empty:
-                if settle_until is not None and time.monotonic() >= settle_until:
-                    merged = _merged(names, followers)
-                    if merged is not None:
-                        return _finish_after(inbox, out, names, merged, args.json, color)
-                break
-            if item is _DONE or isinstance(item, SummaryRecord | TimeoutRecord | OutcomeRecord):
-                # a single log's verdict is not the deployment's: the merged one follows
-                said[i] = True
-                running -= item is _DONE
-            else:
-                _write(out, names[i], item, args.json)  # type: ignore[arg-type]
-            merged = _merged(names, followers)
-            if merged is None or merged.outcome == "starting" or not _verdict_reached(merged, options.until):
+                return self._settled()
+            self._take(i, item)
+            merged = _merged(self.names, self.followers)
+            if merged is None or merged.outcome == "starting" or not _verdict_reached(merged, self.options.until):
                 continue
-            if all(said):
-                return _finish_after(inbox, out, names, merged, args.json, color)
-            if settle_until is None:
+            if all(self.said):
+                return self._finish_after(merged)
+            if self.settle_until is None:
                 # the other logs may still hold records (the root's lines can reach us after its
                 # echoes): they get a moment to say them before the verdict
-                settle_until = time.monotonic() + SETTLE_S
-    except KeyboardInterrupt:
-        merged = _merged(names, followers)
+                self.settle_until = time.monotonic() + SETTLE_S
+        return None
+
+    def _take(self, i: int, item: object) -> None:
+        if item is _DONE or isinstance(item, SummaryRecord | TimeoutRecord | OutcomeRecord):
+            # a single log's verdict is not the deployment's: the merged one follows
+            self.said[i] = True
+            self.running -= item is _DONE
+        else:
+            _write(self.out, self.names[i], item, self.args.json)  # type: ignore[arg-type]
+
+    def _settled(self) -> int | None:
+        """Nothing came before the deadline or the end of the settling time: the verdict after
+        settling, if there is a merged report; else None (the time is up)."""
+        if self.settle_until is not None and time.monotonic() >= self.settle_until:
+            merged = _merged(self.names, self.followers)
+            if merged is not None:
+                return self._finish_after(merged)
+        return None
+
+    def _finish_if_merged(self) -> MergedReport | None:
+        merged = _merged(self.names, self.followers)
         if merged is not None:
-            _finish_after(inbox, out, names, merged, args.json, color)
-        sys.stderr.write("logphase: interrupted\n")
-        return EXIT_INTERRUPTED
-    merged = _merged(names, followers)
-    if merged is not None:
-        _finish_after(inbox, out, names, merged, args.json, color)
-    if deadline is not None and time.monotonic() >= deadline:
-        sys.stderr.write(f"logphase: gave up after {options.timeout:g} s\n")
-        return EXIT_TIMEOUT
-    return OUTCOME_EXIT[merged.outcome] if merged is not None else OUTCOME_EXIT["starting"]
+            self._finish_after(merged)
+        return merged
+
+    def _finish_after(self, merged: MergedReport) -> int:
+        return _finish_after(self.inbox, self.out, self.names, merged, self.args.json, self.color)
 
 
 def _verdict_reached(merged: MergedReport, until: str) -> bool:
