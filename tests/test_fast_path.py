@@ -43,6 +43,9 @@ LINES = [
     '[{t}] INFO:     127.0.0.1:40002 - "GET /model_info HTTP/1.1" 200 OK',
     '[{t}] INFO:     127.0.0.1:40003 - "GET /x?a[0]=1 HTTP/1.1" 200 OK',
     '[{t}] INFO:     127.0.0.1:40004 - "GET /a NCCL INFO b HTTP/1.1" 200 OK',
+    # uvicorn's other levels (http.lark's UVICORN_LEVEL): access lines all the same
+    '[{t}] ERROR:    127.0.0.1:40006 - "POST /generate HTTP/1.1" 500 Internal Server Error',
+    '[{t}] WARNING:  127.0.0.1:40007 - "GET /a NCCL INFO b HTTP/1.1" 200 OK',
     '[{t}] INFO:     127.0.0.1:40005 - "GET /p HTTP/1.1" 200 OK[{t} TP1] Capture cuda graph end. Time elapsed: 3.00 s',
     "[{t} TP0] Decode batch, #running-req: 1, tail [{t} TP1] glued",
     "[{t} TP0] Decode batch, #running-req: 1, café",
