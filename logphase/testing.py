@@ -16,6 +16,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from logphase.errors import LogphaseError
 from logphase.faces.follow import Follower, FollowOptions, follow_file
 from logphase.faces.loading import load
 from logphase.faces.oracle import Expectations, check, render_check
@@ -29,7 +30,7 @@ __all__ = ["LogFollower", "StartupFailed", "assert_startup"]
 POLL_WAIT_S = 5.0
 
 
-class StartupFailed(AssertionError):
+class StartupFailed(LogphaseError, AssertionError):
     """The server log shows a failed startup, or no ready server within the time allowed."""
 
 
@@ -221,6 +222,7 @@ class LogFollower:
             if self._error is not None:
                 raise RuntimeError(f"logphase: following {self.path} failed: {self._error!r}") from self._error
             return self._report
+
     # -- waiting and asserting --------------------------------------------------------------------
 
     def _settled_failure(self) -> bool:

@@ -10,6 +10,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, BinaryIO
 
+from logphase.errors import LogphaseError
+
 if TYPE_CHECKING:
     from logphase.faces.loading import Saved
     from logphase.pipeline.engine import Engine
@@ -17,7 +19,7 @@ if TYPE_CHECKING:
     from logphase.pipeline.report import Report
 
 
-class InputError(Exception):
+class InputError(LogphaseError):
     """A problem with what the user gave us: reported in one line, exit code 2."""
 
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, BinaryIO, TypeAlias
 import orjson
 from pydantic import BaseModel, ValidationError
 
+from logphase.errors import LogphaseError
 from logphase.pipeline.phases import PHASE_ORDER
 from logphase.pipeline.report import SCHEMA_VERSION, Report
 
@@ -32,7 +33,7 @@ Saved: TypeAlias = "Report | MergedReport"
 READABLE_SCHEMAS = (1, SCHEMA_VERSION)
 
 
-class NotAReport(ValueError):
+class NotAReport(LogphaseError, ValueError):
     """JSON that claims to be a report but is not a readable one: one line, for the user."""
 
 
