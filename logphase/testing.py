@@ -82,7 +82,7 @@ def failure_message(report: Report) -> str:
     return text
 
 
-class _Stopped(Exception):
+class _Stopped(LogphaseError):
     """Raised in the following thread at a pause to end ``follow_file`` (LogFollower.stop)."""
 
 
