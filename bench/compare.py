@@ -23,7 +23,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from logphase.pipeline.engine import _PLAIN, Engine  # noqa: E402
+from logphase.pipeline.bulk import PLAIN as _PLAIN  # noqa: E402
+from logphase.pipeline.engine import Engine  # noqa: E402
 from logphase.pipeline.lines import LineSplitter, LogicalLine, Run  # noqa: E402
 
 

@@ -39,9 +39,11 @@ _LAZY = {
     "check": "logphase.faces.oracle",
     "compare": "logphase.faces.oracle",
     "assert_startup": "logphase.testing",
+    "LogphaseError": "logphase.errors",
 }
 
 if TYPE_CHECKING:
+    from logphase.errors import LogphaseError
     from logphase.faces.follow import Follower, FollowOptions, follow_file, follow_stream
     from logphase.faces.follow_records import FollowRecord
     from logphase.faces.oracle import CheckResult, Comparison, Expectations, check, compare
@@ -79,6 +81,7 @@ __all__ = [
     "FollowOptions",
     "FollowRecord",
     "Follower",
+    "LogphaseError",
     "MergedReport",
     "Phase",
     "Report",

@@ -16,20 +16,21 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from logphase.errors import LogphaseError
+from logphase.faces.follow import Follower, FollowOptions, follow_file
 from logphase.faces.loading import load
 from logphase.faces.oracle import Expectations, check, render_check
-from logphase.faces.tail import Change, FileTail
 from logphase.faces.wording import describe_failure, headline
 from logphase.pipeline.engine import Engine
 from logphase.pipeline.report import Report
 
 __all__ = ["LogFollower", "StartupFailed", "assert_startup"]
 
-# Read at most this much per poll, so that waiters see progress on a large existing log.
-MAX_POLL_BYTES = 16 << 20
+# How long ``poll`` waits at most for the following thread to catch up with the file.
+POLL_WAIT_S = 5.0
 
 
-class StartupFailed(AssertionError):
+class StartupFailed(LogphaseError, AssertionError):
     """The server log shows a failed startup, or no ready server within the time allowed."""
 
 
@@ -81,16 +82,21 @@ def failure_message(report: Report) -> str:
     return text
 
 
+class _Stopped(LogphaseError):
+    """Raised in the following thread at a pause to end ``follow_file`` (LogFollower.stop)."""
+
+
 class LogFollower:
     """Follows a server log in a background thread while a test runs.
 
-    The thread reads the file as ``logphase follow`` does (``FileTail``: by name, waiting for it to
-    exist, noticing truncation and rotation; woken by inotify, at least every ``poll_interval``
-    seconds), feeds new bytes to a :class:`~logphase.pipeline.engine.Engine` and publishes the
-    report. A file replaced or truncated (a new server run) starts a fresh engine. A failure counts
-    once the log has been quiet for ``settle`` seconds, so that the whole traceback is read before
-    the cause is named. Given the server's ``process`` (anything with ``poll()`` returning None
-    while it runs, like ``subprocess.Popen``), waiting also ends when it exits.
+    The thread is ``logphase follow FILE`` itself (``faces.follow.follow_file``, to the end of the
+    input: by name, waiting for the file to exist, noticing truncation and rotation, reading at
+    least every ``poll_interval`` seconds); this class publishes the report of what it has read,
+    after each record and whenever the follower has caught up with the file. A file replaced or
+    truncated (a new server run) starts a fresh report. A failure counts once the log has been quiet
+    for ``settle`` seconds, so that the whole traceback is read before the cause is named. Given the
+    server's ``process`` (anything with ``poll()`` returning None while it runs, like
+    ``subprocess.Popen``), waiting also ends when it exits.
     """
 
     def __init__(
@@ -109,11 +115,14 @@ class LogFollower:
         self._expect = expect
         self._changed = threading.Condition(threading.Lock())
         self._stop = threading.Event()
+        self._wake = threading.Event()  # cuts the follower's pause short (poll, stop)
         self._thread: threading.Thread | None = None
-        self._engine = Engine(source=self.path)
-        self._tail = FileTail(self.path, poll_interval)
-        self._report = self._engine.report(expect)
+        self._follower: Follower | None = None
+        self._report = Engine(source=self.path).report(expect)
+        self._read_so_far: tuple[Follower | None, int] = (None, 0)  # (the follower, bytes it had read) at the last publication
         self._last_growth = time.monotonic()
+        self._pauses = 0  # times the follower caught up with the file and paused
+        self._paused = False
         self._error: BaseException | None = None
         self.restarts = 0  # times the file was replaced or truncated
         self.reported = False  # a failure was raised to the test already
@@ -127,14 +136,13 @@ class LogFollower:
         return self
 
     def stop(self, timeout: float = 5.0) -> Report:
-        """Stop the thread, read what the log holds now, and return the final report."""
+        """Read what the log holds now, stop the thread, and return the final report."""
+        self.poll()
         self._stop.set()
+        self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout)
-        report = self.poll()
-        with self._changed:
-            self._tail.close()
-        return report
+        return self.report()
 
     def __enter__(self) -> LogFollower:
         return self.start()
@@ -143,44 +151,71 @@ class LogFollower:
         self.stop()
 
     def _run(self) -> None:
+        options = FollowOptions(until="eof", poll_interval=self.poll_interval)
         try:
-            while not self._stop.is_set():
-                if not self._poll():
-                    self._tail.wait(self.poll_interval)
+            for _record in follow_file(self.path, options, sleep=self._pause, on_follower=self._adopt):
+                self._publish()
+        except _Stopped:
+            pass
         except BaseException as exc:  # surfaced to whoever waits
             with self._changed:
                 self._error = exc
                 self._changed.notify_all()
 
+    # -- the following thread's side --------------------------------------------------------------
+
+    def _adopt(self, follower: Follower) -> None:
+        """follow_file's follower: a new one when the file was replaced or truncated."""
+        with self._changed:
+            if self._follower is not None:
+                self.restarts += 1
+            self._follower = follower
+        self._publish()
+
+    def _publish(self) -> None:
+        """The report of what the follower has read, for the waiting threads."""
+        follower = self._follower
+        if follower is None:
+            return
+        with self._changed:
+            read_so_far = (follower, follower.engine.bytes_seen)
+            if read_so_far != self._read_so_far:
+                self._read_so_far = read_so_far
+                self._last_growth = time.monotonic()
+            self._report = follower.engine.report(self._expect)
+            self._changed.notify_all()
+
+    def _pause(self, seconds: float) -> None:
+        """follow_file's pause between reads: the follower has read all there is."""
+        self._publish()
+        with self._changed:
+            self._pauses += 1
+            self._paused = True
+            self._changed.notify_all()
+        self._wake.wait(min(seconds, self.poll_interval))
+        self._wake.clear()
+        with self._changed:
+            self._paused = False
+        if self._stop.is_set():
+            raise _Stopped
+
     # -- reading ----------------------------------------------------------------------------------
 
     def poll(self) -> Report:
-        """Read whatever is new now (from any thread) and return the report."""
-        self._poll()
-        return self.report()
-
-    def _poll(self) -> bool:
-        """Read what is there now (a replaced or truncated file starts a new engine); True when
-        there may be more to read at once."""
+        """Read whatever is new now (from any thread) and return the report: waits until the
+        following thread has caught up with the file (at most a few seconds)."""
+        thread = self.start()._thread
         with self._changed:
-            budget = MAX_POLL_BYTES
-            while budget > 0:
-                read = self._tail.read(budget)
-                if read.change in (Change.ROTATED, Change.TRUNCATED):
-                    if read.data:  # the old file, to its end
-                        self._engine.feed(read.data)
-                    self._engine = Engine(source=self.path)
-                    self.restarts += 1
-                    self._last_growth = time.monotonic()
-                    continue
-                if not read.data:
+            # a pause that begins after a read that began after now (not one whose read was under way)
+            target = self._pauses + (1 if self._paused else 2)
+            self._wake.set()
+            deadline = time.monotonic() + max(POLL_WAIT_S, 10 * self.poll_interval)
+            while self._pauses < target and self._error is None and thread is not None and thread.is_alive():
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
                     break
-                self._engine.feed(read.data)
-                self._last_growth = time.monotonic()
-                budget -= len(read.data)
-            self._report = self._engine.report(self._expect)
-            self._changed.notify_all()
-            return budget <= 0
+                self._changed.wait(min(remaining, self.poll_interval))
+        return self.report()
 
     def report(self) -> Report:
         with self._changed:

@@ -12,8 +12,12 @@ of each file come
   the logging formats (``logging.basicConfig(format=...)``, ``Formatter(...)``)
   with its message template, level, enclosing function (qualified
   ``Class.method``; ``<module>`` at top level, as tracebacks name it) and line;
-* the function definitions (qualified names and lines), which a later step
-  maps to start-up phases (the frame table of the SGLang pack).
+* the function definitions (qualified names and lines) and the calls each makes
+  by name; :mod:`sglang_phases` walks these from the start-up phase roots
+  (``launch_server``, ``Scheduler.__init__``, ``ModelRunner.load_model``,
+  ``init_memory_pool``, the graph runners, ``_wait_and_warmup``, the event
+  loops ...) and gives every function it reaches a phase (``phases`` per file)
+  and every message the phase it is printed in (``phase``).
 
 Templates: plain strings are kept as they are; f-strings become a template
 with ``{expr}`` placeholders (literal braces doubled, as in the source
@@ -23,8 +27,10 @@ f-string); %-format and ``str.format`` strings are kept as written, with
 assignment before the call (``via`` names the variable).  Nothing else of the
 source is copied.
 
-One JSON file per release goes to ``grammars/sglang/catalogue/<version>.json``
-and ``index.json`` lists the releases mined.  Regenerate with::
+One JSON file per release goes to ``grammars/sglang/catalogue/<version>.json``,
+``index.json`` lists the releases mined and ``grammars/sglang/functions.json``
+(the frame table of the SGLang pack, shipped in the wheel) gathers the phases of
+every function over all releases mined.  Regenerate with::
 
     python scripts/mine_sglang.py
 
@@ -45,10 +51,13 @@ import sys
 import zipfile
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from sglang_phases import CallGraph, assign_phases, call_ref, phase_at, reach
+
 ROOT = Path(__file__).resolve().parent.parent
 OUT_DIR = ROOT / "grammars" / "sglang" / "catalogue"
 CACHE_DIR = Path(__file__).resolve().parent / ".cache"
-SCHEMA = 1
+SCHEMA = 2  # 2: the call graph's phases (files[*].phases, messages[*].phase)
 
 # The start-up path, as globs on the wheel's paths, each with the area of
 # start-up it belongs to.  First match wins.  `*` matches within one path
@@ -60,6 +69,8 @@ START_UP_FILES: list[tuple[str, str]] = [
     ("sglang/srt/entrypoints/engine.py", "launch"),
     ("sglang/srt/entrypoints/warmup.py", "warmup"),
     ("sglang/srt/server_args.py", "server_args"),
+    # 0.5.15+: the argument groups, their resolution hooks and checks (most of server_args' lines by 0.5.19)
+    ("sglang/srt/arg_groups/**", "server_args"),
     ("sglang/srt/managers/configure_logging.py", "logging"),
     # front ends (HTTP, gRPC, OpenAI base: request-level errors while serving)
     ("sglang/srt/entrypoints/http_server*.py", "http"),
@@ -89,12 +100,16 @@ START_UP_FILES: list[tuple[str, str]] = [
     ("sglang/srt/mem_cache/allocator*.py", "memory_pool"),
     ("sglang/srt/mem_cache/allocator/*.py", "memory_pool"),
     ("sglang/srt/mem_cache/kv_cache_configurator.py", "memory_pool"),
+    ("sglang/srt/mem_cache/pool_host/*.py", "memory_pool"),
+    ("sglang/srt/mem_cache/unified_memory_pool.py", "memory_pool"),
     # weights and model config
     ("sglang/srt/model_loader/*.py", "weight_loading"),
     ("sglang/srt/configs/model_config.py", "model_config"),
     ("sglang/srt/model_config.py", "model_config"),
     ("sglang/srt/hf_transformers_utils.py", "model_config"),
     ("sglang/srt/utils/hf_transformers_utils.py", "model_config"),
+    ("sglang/srt/utils/hf_transformers/*.py", "model_config"),
+    ("sglang/srt/weight_cache/*.py", "weight_loading"),
     # distributed init
     ("sglang/srt/distributed/*.py", "distributed"),
     ("sglang/srt/distributed/device_communicators/*.py", "distributed"),
@@ -284,6 +299,11 @@ class Miner(ast.NodeVisitor):
         self.messages: list[dict] = []
         # per enclosing function: name -> [(line, op, value)] of string assignments
         self.assigns: list[dict[str, list[tuple[int, str, ast.AST]]]] = []
+        # the call graph's raw material: calls by name per function, bases per class
+        self.calls: dict[str, list[tuple[str, str, str, int]]] = {}
+        self.bases: dict[str, list[str]] = {}
+        self.in_function = 0
+        self.aliases: list[dict[str, list[str]]] = []  # per function: `Worker = A if c else B`
 
     # scopes
     def _qual(self) -> str:
@@ -291,6 +311,7 @@ class Miner(ast.NodeVisitor):
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         self.scope.append(node.name)
+        self.bases[self._qual()] = [_dotted(b) for b in node.bases if _dotted(b)]
         self.generic_visit(node)
         self.scope.pop()
 
@@ -298,9 +319,26 @@ class Miner(ast.NodeVisitor):
         self.scope.append(node.name)
         self.functions.append([self._qual(), node.lineno])
         self.assigns.append(_string_assignments(node))
+        self.aliases.append(_class_aliases(node))
+        self.in_function += 1
         self.generic_visit(node)
+        self.in_function -= 1
+        self.aliases.pop()
         self.assigns.pop()
         self.scope.pop()
+
+    def _record_call(self, node: ast.Call) -> None:
+        caller = self._qual() if self.in_function else "<module>"
+        refs = [node.func] + [k.value for k in node.keywords if k.arg in ("target", "func", "fn")]
+        for ref in refs:
+            found = call_ref(ref)
+            if found is None:
+                continue
+            names = [found[1]]
+            if found[0] == "name" and self.aliases and found[1] in self.aliases[-1]:
+                names = self.aliases[-1][found[1]]  # `TpWorkerClass(...)`: the classes it may be
+            for name in names:
+                self.calls.setdefault(caller, []).append((found[0], name, found[2], node.lineno))
 
     def _resolve(self, msg: ast.AST | None, line: int) -> tuple[ast.AST | None, str | None]:
         """`msg = f"..."; logger.error(msg)`: the template of the last assignment before the call."""
@@ -337,6 +375,7 @@ class Miner(ast.NodeVisitor):
         self.messages.append(entry)
 
     def visit_Call(self, node: ast.Call) -> None:
+        self._record_call(node)
         f = node.func
         if isinstance(f, ast.Attribute) and f.attr in LEVELS:
             owner = _dotted(f.value).split(".")[-1]
@@ -446,6 +485,28 @@ def _string_assignments(fn: ast.AST) -> dict[str, list[tuple[int, str, ast.AST]]
     return found
 
 
+def _class_aliases(fn: ast.AST) -> dict[str, list[str]]:
+    """`Worker = TpModelWorkerClient if overlap else TpModelWorker` in a function body: the class
+    names a local variable may hold, so that `Worker(...)` is a call of their constructors."""
+    found: dict[str, list[str]] = {}
+    todo = list(ast.iter_child_nodes(fn))
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        todo.extend(ast.iter_child_nodes(node))
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            leaves = [node.value]
+            while leaves and isinstance(leaves[-1], ast.IfExp):
+                last = leaves.pop()
+                leaves += [last.body, last.orelse]
+            names = [_dotted(v).split(".")[-1] for v in leaves if isinstance(v, (ast.Name, ast.Attribute))]
+            classes = [n for n in names if n[:1].isupper()]
+            if classes and len(classes) == len(leaves):
+                found.setdefault(node.targets[0].id, []).extend(classes)
+    return found
+
+
 def _kw(node: ast.Call, name: str) -> ast.AST | None:
     for k in node.keywords:
         if k.arg == name:
@@ -455,6 +516,8 @@ def _kw(node: ast.Call, name: str) -> ast.AST | None:
 
 def mine_wheel(wheel: Path, version: str) -> dict:
     files: dict[str, dict] = {}
+    calls: dict[str, dict[str, list[tuple[str, str, str, int]]]] = {}
+    bases: dict[str, dict[str, list[str]]] = {}
     with zipfile.ZipFile(wheel) as z:
         for name in sorted(z.namelist()):
             if not name.endswith(".py"):
@@ -474,6 +537,8 @@ def mine_wheel(wheel: Path, version: str) -> dict:
                 continue
             m.messages.sort(key=lambda e: (e["line"], e["col"]))
             files[name] = {"area": area, "functions": m.functions, "messages": m.messages}
+            calls[name], bases[name] = m.calls, m.bases
+    add_phases(files, calls, bases)
     digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
     return {
         "schema": SCHEMA,
@@ -490,6 +555,37 @@ def mine_wheel(wheel: Path, version: str) -> dict:
     }
 
 
+# code that runs when a module is imported (its top level, a class body): the launch
+IMPORT_PHASE = "launch"
+
+
+def add_phases(files: dict[str, dict], calls: dict, bases: dict) -> None:
+    """The start-up call graph (sglang_phases.py): `phases` per file (function -> phase, the
+    other phases reaching it, the phases it runs through), and each message's `phase`: its
+    function's, or later when an earlier line of the function called into a later phase."""
+    functions = {p: [d[0] for d in f["functions"]] + ["<module>"] for p, f in files.items()}
+    graph = CallGraph(functions, calls, bases)
+    assigned = assign_phases(graph)
+    last = reach(graph, assigned)
+    for node, entry in assigned.items():
+        if node in last and last[node] != entry["phase"]:
+            entry["until"] = last[node]  # it runs on into that phase (TpModelWorker.__init__: capture)
+    for path, f in files.items():
+        f["phases"] = {q: e for (p, q), e in sorted(assigned.items()) if p == path}
+        classes = set(bases.get(path, {}))
+        for m in f["messages"]:
+            fn = m["function"]
+            entry = assigned.get((path, fn))
+            if entry is not None:
+                m["phase"] = phase_at(graph, last, path, fn, m["line"], str(entry["phase"]))
+                if "tied" in entry:
+                    m["shared"] = True  # a helper several phases call: its lines are in any of them
+            elif fn == "<module>" or fn in classes:
+                m["phase"] = IMPORT_PHASE
+            else:
+                m["phase"] = None
+
+
 def write(catalogue: dict, out: Path) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"{catalogue['sglang_version']}.json"
@@ -499,15 +595,64 @@ def write(catalogue: dict, out: Path) -> Path:
 
 def write_index(out: Path) -> None:
     entries = []
-    for p in out.glob("*.json"):
-        if p.name == "index.json":
-            continue
+    for p in out.glob("[0-9]*.json"):  # the releases (index.json and coverage.json are not)
         data = json.loads(p.read_text())
         entries.append({"version": data["sglang_version"], "file": p.name, **data["counts"]})
     entries.sort(key=lambda e: version_key(e["version"]))
     (out / "index.json").write_text(
         json.dumps({"schema": SCHEMA, "releases": entries}, sort_keys=True, indent=1) + "\n"
     )
+
+
+FUNCTIONS = ROOT / "grammars" / "sglang" / "functions.json"
+
+
+def write_functions(out: Path, dest: Path = FUNCTIONS) -> int:
+    """The frame table of the SGLang pack, from every catalogued release: each function the
+    start-up call graph reaches, by wheel path and qualified name, with its phase in the newest
+    release that has it, the first and last release (of those mined) it is in, the phases it runs
+    through (`spans`: of the roots it calls; `until`: the last phase it runs on into, through the
+    roots and its class's methods it calls), the other phases that reach it (`also`; `tied`: as near as its own, a
+    shared helper whose phase is no evidence), and `changes` ([release, phase]
+    from which a phase held) when releases disagree. One function a line, for readable diffs."""
+    index = json.loads((out / "index.json").read_text())
+    versions = [e["version"] for e in index["releases"]]
+    rows: dict[str, dict[str, dict]] = {}
+    for v in versions:
+        cat = json.loads((out / f"{v}.json").read_text())
+        for path, f in cat["files"].items():
+            for qual, e in f.get("phases", {}).items():
+                row = rows.setdefault(path, {}).setdefault(qual, {"first": v, "history": []})
+                row["last"] = v
+                if not row["history"] or row["history"][-1][1] != e["phase"]:
+                    row["history"].append([v, e["phase"]])
+                for k in ("spans", "also", "tied", "until"):
+                    if k in e:
+                        row[k] = e[k]
+                    else:
+                        row.pop(k, None)
+    blocks, count = [], 0
+    for path in sorted(rows):
+        lines = []
+        for qual in sorted(rows[path]):
+            row = rows[path][qual]
+            history = row.pop("history")
+            row["phase"] = history[-1][1]
+            if len(history) > 1:
+                row["changes"] = history
+            lines.append(" " + json.dumps(qual) + ": " + json.dumps(row, sort_keys=True))
+        count += len(lines)
+        blocks.append(json.dumps(path) + ": {\n" + ",\n".join(lines) + "\n}")
+    head = {
+        "schema": 1,
+        "generator": "scripts/mine_sglang.py",
+        "releases": versions,
+        "layout": "functions: wheel path -> qualified name -> {phase, first, last, until?, spans?, also?, tied?, changes?}",
+    }
+    text = json.dumps(head, sort_keys=True)[:-1] + ', "functions": {\n' + ",\n".join(blocks) + "\n}}\n"
+    json.loads(text)  # it must stay JSON
+    dest.write_text(text)
+    return count
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -538,6 +683,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{v}: {c['files']} files, {c['functions']} functions, "
               f"{c['messages']} messages -> {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
     write_index(args.out)
+    if args.out == OUT_DIR:
+        n = write_functions(args.out)
+        print(f"{n} functions -> {FUNCTIONS.relative_to(ROOT)}")
     return 0
 
 

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from logphase.pipeline import engine as engine_module
+from logphase.pipeline import bulk as bulk_module
+from logphase.pipeline.bulk import junk_line
 from logphase.pipeline.lines import LineSplitter, Run
-from logphase.pipeline.plain import junk_line
 from tests.logs import kv_failure, tp2_startup
 from tests.test_fast_path import LINES, lines_of, report, ts
 
@@ -22,7 +22,7 @@ from tests.test_fast_path import LINES, lines_of, report, ts
 def quiet_runs_from_the_first_byte() -> Iterator[None]:
     """Quiet (and junk) runs from the first byte, as on a long log."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(engine_module, "QUIET_RUNS_AFTER", 0)
+        patch.setattr(bulk_module, "QUIET_RUNS_AFTER", 0)
         yield
 
 
@@ -102,14 +102,14 @@ def test_bulk_report_equals_line_by_line_on_junk(data: bytes, cuts: list[int]) -
 @given(logs_with_junk(), st.lists(st.integers(min_value=0, max_value=20000), max_size=6))
 def test_junk_runs_split_like_lines(data: bytes, cuts: list[int]) -> None:
     cuts = [c for c in cuts if c <= len(data)]
-    assert lines_of(data, cuts, True, engine_module._bulk()) == lines_of(data, [], False)
+    assert lines_of(data, cuts, True, bulk_module.bulk_patterns()) == lines_of(data, [], False)
 
 
 def test_random_bytes_are_read_in_junk_runs_with_the_same_report() -> None:
     rng = random.Random(3)
     blob = rng.randbytes(300_000)
     data = tp2_startup().encode() + blob + b"\n" + kv_failure(minute=40).encode()
-    items = LineSplitter().feed_runs(data, engine_module._bulk())
+    items = LineSplitter().feed_runs(data, bulk_module.bulk_patterns())
     junk_runs = [i for i in items if isinstance(i, Run) and i.segmented]
     assert sum(r.size for r in junk_runs) > 0.8 * blob.count(b"\n")  # most of the blob's lines
     assert report(data, False, [len(data) // 3]) == report(data, True, [])

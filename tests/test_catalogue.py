@@ -16,6 +16,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 CATALOGUE = ROOT / "grammars" / "sglang" / "catalogue"
+PHASES = {"launch", "distributed_init", "weight_loading", "memory_pool", "cuda_graph_capture", "warmup", "ready"}
 LEVELS = {"debug", "info", "warning", "error", "exception", "critical", "print", "tqdm", "raise", "log_format"}
 FORMATS = {"plain", "fstring", "percent", "format", "expr", "none"}
 
@@ -29,6 +30,7 @@ def _miner():
 
 
 MINER = _miner()
+ORDER = ["launch", "distributed_init", "weight_loading", "memory_pool", "cuda_graph_capture", "warmup", "ready"]
 INDEX = json.loads((CATALOGUE / "index.json").read_text())
 VERSIONS = [e["version"] for e in INDEX["releases"]]
 
@@ -47,7 +49,7 @@ def key(version: str) -> tuple:
 
 
 def test_index_lists_every_file_sorted_by_version() -> None:
-    on_disk = sorted(p.stem for p in CATALOGUE.glob("*.json") if p.name != "index.json")
+    on_disk = sorted(p.stem for p in CATALOGUE.glob("[0-9]*.json"))
     assert sorted(VERSIONS) == on_disk
     assert [key(v) for v in VERSIONS] == sorted(key(v) for v in VERSIONS)
     assert len(set(VERSIONS)) == len(VERSIONS)
@@ -80,6 +82,15 @@ def test_structure(version: str) -> None:
         assert len({tuple(d) for d in defs}) == len(defs), path
         assert [d[1] for d in defs] == sorted(d[1] for d in defs), path
         names = {d[0] for d in defs}
+        # the call graph's phases: functions of this file, each with a phase
+        assert set(f["phases"]) <= names | {"<module>"}, path
+        for qual, e in f["phases"].items():
+            assert e["phase"] in PHASES and e["distance"] >= 0, (path, qual)
+            assert set(e.get("also", [])) <= PHASES - {e["phase"]}, (path, qual)
+            assert set(e.get("spans", [])) <= PHASES, (path, qual)
+            assert set(e.get("tied", [])) <= set(e.get("also", [])), (path, qual)
+            if "until" in e:
+                assert ORDER.index(e["until"]) > ORDER.index(e["phase"]), (path, qual)
         seen = set()
         for m in f["messages"]:
             assert {"line", "col", "function", "level", "template", "format"} <= m.keys()
@@ -90,6 +101,11 @@ def test_structure(version: str) -> None:
             assert fn == "<module>" or fn in names or any(n.startswith(fn + ".") for n in names), (path, fn)
             if m["level"] == "raise":
                 assert m["exception"]
+            # a message is printed in its function's phase, or later (after a call into a later phase)
+            assert m["phase"] is None or m["phase"] in PHASES, (path, m)
+            own = f["phases"].get(fn, {}).get("phase")
+            if own is not None:
+                assert ORDER.index(m["phase"]) >= ORDER.index(own), (path, m)
             spot = (m["line"], m["col"])
             assert spot not in seen, (path, spot)
             seen.add(spot)
@@ -164,3 +180,159 @@ def test_logging_format_of_every_release(version: str) -> None:
     fmts = [m for path, m in messages(version) if m["level"] == "log_format" and m["function"] == "configure_logger"]
     assert fmts, version
     assert all(m["template"].startswith("[%(asctime)s") and m["template"].endswith("] %(message)s") for m in fmts)
+
+
+# -- the start-up call graph (issue 20 point 1b) -----------------------------------------------------
+
+
+def _phase_of(version: str, qual: str) -> set[str]:
+    return {f["phases"][qual]["phase"] for f in load(version)["files"].values() if qual in f["phases"]}
+
+
+# functions whose phase SGLang's start-up order fixes, as the call graph must find them
+FRAMES = {
+    "Scheduler.event_loop_normal": "ready",
+    "Scheduler.event_loop_overlap": "ready",
+    "ModelRunner.load_model": "weight_loading",
+    "ModelRunner.init_memory_pool": "memory_pool",
+    "ModelRunner.init_torch_distributed": "distributed_init",
+    "ModelRunner.init_cuda_graphs": "cuda_graph_capture",
+    "CudaGraphRunner.capture": "cuda_graph_capture",
+    "CudaGraphRunner.__init__": "cuda_graph_capture",
+    "_wait_and_warmup": "warmup",
+    "Scheduler.__init__": "launch",
+    "ServerArgs.__post_init__": "launch",
+}
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_call_graph_places_the_known_frames(version: str) -> None:
+    found = 0
+    for qual, phase in FRAMES.items():
+        phases = _phase_of(version, qual)
+        if phases:
+            found += 1
+            assert phases == {phase}, (version, qual, phases)
+    assert found >= 5, version
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_markers_are_printed_in_their_phase(version: str) -> None:
+    wanted = {
+        "Load weight begin.": "weight_loading",
+        "Memory pool end.": "memory_pool",
+        "Init torch distributed begin.": "distributed_init",
+        "The server is fired up and ready to roll!": "warmup",  # the warmup's last line
+    }
+    for text, phase in wanted.items():
+        phases = {m["phase"] for _, m in messages(version) if m["template"].startswith(text) and m["level"] == "info"}
+        # (0.2 and the newest releases print no "Init torch distributed begin.")
+        assert phase in phases or (not phases and not text.startswith("Load weight")), (version, text, phases)
+    # the scheduler's ready line comes after the graphs (it closes the capture phase)
+    ready_line = {m["phase"] for _, m in messages(version) if m["template"].startswith("max_total_num_tokens=")}
+    assert ready_line and ready_line <= {"cuda_graph_capture", "memory_pool"}, (version, ready_line)
+
+
+def _mine_sources(sources: dict[str, str]) -> dict:
+    """The miner's per-file data and phases for made-up sources (no wheel)."""
+    import ast
+
+    files, calls, bases = {}, {}, {}
+    for path, text in sources.items():
+        m = MINER.Miner()
+        m.visit(ast.parse(text))
+        files[path] = {"area": MINER.area_of(path), "functions": m.functions, "messages": m.messages}
+        calls[path], bases[path] = m.calls, m.bases
+    MINER.add_phases(files, calls, bases)
+    return files
+
+
+def test_call_graph_on_made_up_sources() -> None:
+    """Roots give their phase to what they call; the nearest root wins; a line after a call into
+    a later phase is printed in that phase; a class picked at run time is followed."""
+    runner = '''
+class ModelRunner:
+    def __init__(self):
+        self.init_torch_distributed()
+        self.initialize()
+
+    def init_torch_distributed(self):
+        helper()
+
+    def initialize(self):
+        self.load_model()
+        self.init_memory_pool()
+        self.init_cuda_graphs()
+
+    def load_model(self):
+        logger.info("Load weight begin.")
+        read_weights()
+
+    def init_memory_pool(self):
+        helper()
+
+    def init_cuda_graphs(self):
+        self.cuda_graph_runner = CudaGraphRunner(self)
+
+def read_weights():
+    pass
+
+def helper():
+    pass
+'''
+    graphs = '''
+class CudaGraphRunner:
+    def __init__(self, runner):
+        self.capture()
+
+    def capture(self):
+        raise RuntimeError("Capture cuda graph failed")
+'''
+    scheduler = '''
+class Scheduler:
+    def __init__(self, overlap):
+        Worker = TpModelWorkerClient if overlap else TpModelWorker
+        self.tp_worker = Worker()
+        logger.info(f"max_total_num_tokens={self.max_total_num_tokens}")
+
+    def event_loop_normal(self):
+        self.run_batch()
+
+    def run_batch(self):
+        pass
+
+class TpModelWorker:
+    def __init__(self):
+        self.model_runner = ModelRunner()
+
+class TpModelWorkerClient:
+    def __init__(self):
+        pass
+'''
+    files = _mine_sources(
+        {
+            "sglang/srt/model_executor/model_runner.py": runner,
+            "sglang/srt/model_executor/cuda_graph_runner.py": graphs,
+            "sglang/srt/managers/scheduler.py": scheduler,
+        }
+    )
+    phases = {q: e for f in files.values() for q, e in f["phases"].items()}
+    expected = {
+        "ModelRunner.load_model": "weight_loading",
+        "read_weights": "weight_loading",
+        "ModelRunner.init_memory_pool": "memory_pool",
+        "CudaGraphRunner.capture": "cuda_graph_capture",
+        "ModelRunner.init_torch_distributed": "distributed_init",
+        "Scheduler.run_batch": "ready",
+        "TpModelWorkerClient.__init__": "launch",
+    }
+    assert {q: phases[q]["phase"] for q in expected} == expected
+    # helper() is as near to distributed init as to the memory pool: shared, no evidence
+    assert phases["helper"]["tied"]
+    assert phases["TpModelWorker.__init__"]["until"] == "cuda_graph_capture"
+    assert phases["ModelRunner.initialize"]["spans"] == ["weight_loading", "memory_pool", "cuda_graph_capture"]
+    by_text = {m["template"]: m["phase"] for f in files.values() for m in f["messages"]}
+    assert by_text["Load weight begin."] == "weight_loading"
+    assert by_text["Capture cuda graph failed"] == "cuda_graph_capture"
+    # printed by the scheduler's constructor after its worker captured the graphs
+    assert by_text["max_total_num_tokens={self.max_total_num_tokens}"] == "cuda_graph_capture"

@@ -9,8 +9,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from logphase.pipeline import engine as engine_module
-from logphase.pipeline.engine import _PLAIN, Engine
+from logphase.pipeline import bulk as bulk_module
+from logphase.pipeline.bulk import PLAIN as _PLAIN
+from logphase.pipeline.engine import Engine
 from logphase.pipeline.lines import LineSplitter, LogicalLine, Run, RunPatterns
 from tests.conftest import examples
 from tests.logs import fed_in_chunks, kv_failure, tp2_startup
@@ -23,7 +24,7 @@ def quiet_runs_from_the_first_byte() -> Iterator[None]:
     """The engine looks for quiet runs only past its first MiB (their patterns cost start-up
     time); here the inputs are small, so from the first byte."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(engine_module, "QUIET_RUNS_AFTER", 0)
+        patch.setattr(bulk_module, "QUIET_RUNS_AFTER", 0)
         yield
 
 
@@ -42,6 +43,9 @@ LINES = [
     '[{t}] INFO:     127.0.0.1:40002 - "GET /model_info HTTP/1.1" 200 OK',
     '[{t}] INFO:     127.0.0.1:40003 - "GET /x?a[0]=1 HTTP/1.1" 200 OK',
     '[{t}] INFO:     127.0.0.1:40004 - "GET /a NCCL INFO b HTTP/1.1" 200 OK',
+    # uvicorn's other levels (http.lark's UVICORN_LEVEL): access lines all the same
+    '[{t}] ERROR:    127.0.0.1:40006 - "POST /generate HTTP/1.1" 500 Internal Server Error',
+    '[{t}] WARNING:  127.0.0.1:40007 - "GET /a NCCL INFO b HTTP/1.1" 200 OK',
     '[{t}] INFO:     127.0.0.1:40005 - "GET /p HTTP/1.1" 200 OK[{t} TP1] Capture cuda graph end. Time elapsed: 3.00 s',
     "[{t} TP0] Decode batch, #running-req: 1, tail [{t} TP1] glued",
     "[{t} TP0] Decode batch, #running-req: 1, café",
@@ -188,7 +192,8 @@ def test_debug_output_is_counted_in_bulk_with_the_same_report() -> None:
 
 
 def test_the_prefilter_finds_the_same_lines_with_or_without_hyperscan() -> None:
-    from logphase.pipeline.prefilter import LiteralFinder, event_literals
+    from logphase.pipeline.bulk import event_literals
+    from logphase.pipeline.prefilter import LiteralFinder
 
     literals = event_literals()[0]
     data = ("\n".join(t.replace("{t}", ts(5)) for t in LINES) + "\n").encode()

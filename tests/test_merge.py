@@ -177,7 +177,7 @@ def test_report_merge_draws_a_row_group_per_node(tmp_path: Path) -> None:
 # follow --merge waits SETTLE_S after a first failure for the other logs' records; the test's
 # follow waits for them all instead (the verdict then comes when every log has said its own), so
 # that how fast this machine is never decides which line is the root
-PATIENT_FOLLOW = "import sys; import logphase.faces.follow_merged as m; m.SETTLE_S = 600.0; from logphase.faces.cli import entry_point; sys.argv[0] = 'logphase'; sys.exit(entry_point())"
+PATIENT_FOLLOW = "import sys; import logphase.faces.commands.follow_merged as m; m.SETTLE_S = 600.0; from logphase.faces.cli import entry_point; sys.argv[0] = 'logphase'; sys.exit(entry_point())"
 
 
 def _records_as_they_come(proc: subprocess.Popen[bytes]) -> queue.Queue[dict[str, object] | None]:

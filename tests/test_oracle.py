@@ -480,6 +480,26 @@ def test_follower_restarts_on_a_replaced_log(tmp_path: Path) -> None:
     follower.stop()
 
 
+def test_the_follower_thread_is_follow_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One follower: LogFollower reads through `logphase follow`'s own follow_file (to the end of
+    the input), so rotation and truncation are handled in one place."""
+    import logphase.testing as testing_module
+    from logphase.faces.follow import follow_file
+
+    calls: list[str] = []
+
+    def spy(path: str, options: object, **kwargs: object) -> object:
+        calls.append(getattr(options, "until", ""))
+        return follow_file(path, options, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(testing_module, "follow_file", spy)
+    log = tmp_path / "server.log"
+    log.write_text(tp2_startup())
+    with LogFollower(log, poll_interval=0.02) as follower:
+        assert follower.poll().outcome == "ready"
+    assert calls == ["eof"]
+
+
 # --- --events against the schema, deterministic --json -------------------------------------------
 
 

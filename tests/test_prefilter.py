@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from logphase.pipeline import engine as engine_module
+from logphase.pipeline import bulk as bulk_module
+from logphase.pipeline.bulk import bulk_runs, event_finder, event_literals
 from logphase.pipeline.engine import Engine, parse_bytes
-from logphase.pipeline.plain import bulk_runs
-from logphase.pipeline.prefilter import PREFILTER_ENV, LiteralFinder, event_finder, event_literals, literal_factors
+from logphase.pipeline.prefilter import PREFILTER_ENV, LiteralFinder, literal_factors
 from tests.conftest import fixture_logs
 from tests.test_fast_path import LINES, STARTUP, ts
 
@@ -90,7 +90,7 @@ def test_each_search_engine_finds_exactly_the_lines_holding_a_literal(engine: st
 def forced_prefilter(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch]:
     """LOGPHASE_PREFILTER set by the test; the cached finder is dropped before and after so that it
     is built again under the variable, and quiet runs are looked for from the first byte."""
-    monkeypatch.setattr(engine_module, "QUIET_RUNS_AFTER", 0)
+    monkeypatch.setattr(bulk_module, "QUIET_RUNS_AFTER", 0)
     event_finder.cache_clear()
     yield monkeypatch
     event_finder.cache_clear()

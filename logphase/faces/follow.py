@@ -35,11 +35,11 @@ from logphase.faces.follow_records import (
     WaitingRecord,
     WarningRecord,
 )
-from logphase.faces.tail import Change, FileTail
+from logphase.faces.tail import Change, FileTail, TailRead
 from logphase.faces.wording import first_line, fmt_duration, headline
 from logphase.pipeline.engine import Engine
 from logphase.pipeline.phases import PHASE_ORDER, Phase
-from logphase.pipeline.report import PhaseReport, Report
+from logphase.pipeline.report import FailureReport, PhaseReport, Report
 from logphase.pipeline.runs import seconds_between
 
 # How long silence is normal, per phase, before a stall is reported (seconds). Weight loading of a
@@ -249,48 +249,10 @@ class Follower:
     def _run_records(self, r: Report, earlier: bool = False) -> list[FollowRecord]:
         """What is new in the report of the run being followed: phases entered, the failure,
         warnings and the verdict."""
-        out: list[FollowRecord] = []
-        # every phase entered gets its record, in phase order, however much one read brought
-        for p in r.phases:
-            if p.name in self._phases_reported:
-                continue
-            self._phases_reported.add(p.name)
-            first_rank = min(p.ranks.items(), key=lambda kv: (kv[1].start or "", kv[1].first_line or 0))[0] if p.ranks else None
-            out.append(
-                PhaseRecord(
-                    phase=p.name,
-                    ts=p.start,
-                    rank=first_rank,
-                    line=p.first_line,
-                    elapsed_s=seconds_between(r.phases[0].start, p.start),
-                    message=p.name.value + (f" (first: {first_rank})" if first_rank else ""),
-                )
-            )
-        ready = _ready_phase(r)
-        if r.failure is not None and ready is not None and self._outcome_reported is None and _before_failure(ready, r):
-            # ready, then failed while serving: the ready verdict comes first, as it would have
-            # if the failure had been read later (the records do not depend on the reads' sizes)
-            self._outcome_reported = "ready"
-            total = seconds_between(r.phases[0].start, ready.start)
-            out.append(
-                OutcomeRecord(
-                    outcome="ready",
-                    ts=ready.start,
-                    total_startup_s=total,
-                    run=self._runs,
-                    message=f"READY after {fmt_duration(total)}" if total is not None else "READY",
-                )
-            )
+        out: list[FollowRecord] = self._phase_records(r)
+        out.extend(self._ready_before_failure(r))
         if r.failure is not None and self._failure_said != (r.failure.cause.value, r.failure.line):
-            f = r.failure
-            revised = "revised: " if self._failure_said is not None else ""
-            self._failure_said = (f.cause.value, f.line)
-            where = f.phase.value if f.phase else "unknown phase"
-            out.append(
-                FailureRecord(
-                    failure=f, phase=f.phase, message=f"{revised}{f.cause.value} in {where}: {first_line(f.message, 200)}"
-                )
-            )
+            out.append(self._failure_record(r.failure))
         for w in r.warnings:
             key = (w.kind, w.line, w.message)
             if key not in self._warnings_seen and not (earlier and w.kind == "multiple_runs"):
@@ -308,6 +270,46 @@ class Follower:
                 )
             )
         return out
+
+    def _phase_records(self, r: Report) -> list[FollowRecord]:
+        """Every phase entered gets its record, in phase order, however much one read brought."""
+        out: list[FollowRecord] = []
+        for p in r.phases:
+            if p.name in self._phases_reported:
+                continue
+            self._phases_reported.add(p.name)
+            first_rank = min(p.ranks.items(), key=lambda kv: (kv[1].start or "", kv[1].first_line or 0))[0] if p.ranks else None
+            out.append(
+                PhaseRecord(
+                    phase=p.name,
+                    ts=p.start,
+                    rank=first_rank,
+                    line=p.first_line,
+                    elapsed_s=seconds_between(r.phases[0].start, p.start),
+                    message=p.name.value + (f" (first: {first_rank})" if first_rank else ""),
+                )
+            )
+        return out
+
+    def _ready_before_failure(self, r: Report) -> list[FollowRecord]:
+        """Ready, then failed while serving: the ready verdict comes first, as it would have if the
+        failure had been read later (the records do not depend on the reads' sizes)."""
+        ready = _ready_phase(r)
+        if r.failure is None or ready is None or self._outcome_reported is not None or not _before_failure(ready, r):
+            return []
+        self._outcome_reported = "ready"
+        total = seconds_between(r.phases[0].start, ready.start)
+        message = f"READY after {fmt_duration(total)}" if total is not None else "READY"
+        return [OutcomeRecord(outcome="ready", ts=ready.start, total_startup_s=total, run=self._runs, message=message)]
+
+    def _failure_record(self, f: FailureReport) -> FailureRecord:
+        """The run's root cause, new or revised (a traceback reported at the flush timeout that
+        then goes on may name another one)."""
+        revised = "revised: " if self._failure_said is not None else ""
+        self._failure_said = (f.cause.value, f.line)
+        where = f.phase.value if f.phase else "unknown phase"
+        message = f"{revised}{f.cause.value} in {where}: {first_line(f.message, 200)}"
+        return FailureRecord(failure=f, phase=f.phase, message=message)
 
     def _stall_threshold(self) -> float:
         if self.options.stall_after is not None:
@@ -471,89 +473,131 @@ def follow_file(
 ) -> Iterator[FollowRecord]:
     """Follow a file by name, like ``tail -F``: from its first byte, surviving its absence,
     truncation (a new Follower: line numbers restart with the file) and rotation (the old file is
-    read to its end first)."""
+    read to its end first). ``sleep`` is the pause between reads when there is nothing new (with
+    the default, inotify wakes it early where there is inotify)."""
     options = options or FollowOptions()
     if _is_fifo(path):
         # a named pipe is a pipe: read as a stream (no seeking, no truncation, EOF when its writer closes)
         yield from _follow_fifo(path, options, clock, on_follower)
         return
-    tail = FileTail(path, options.poll_interval, event_driven=sleep is time.sleep)
-    # with inotify, wake at least this often anyway (network filesystems send no events)
-    recheck = 1.0 if tail.event_driven else options.poll_interval
-
-    def pause(now: float) -> None:
-        wait = min(recheck, follower.next_deadline(now))
-        if options.timeout is not None:
-            wait = min(wait, max(0.0, options.timeout - (now - start)))
-        if tail.event_driven:
-            tail.wait(wait)
-        else:
-            sleep(min(wait, options.poll_interval))
-
-    start_wall, start = time.time(), clock()
-    follower = Follower(path, options, now=start)
-    if on_follower:
-        on_follower(follower)
-    waiting_said = False
-    first_read = True
-    backlog: list[FollowRecord] = []
+    following = _FileFollowing(path, options, clock, sleep, on_follower)
     try:
+        yield from following.records()
+    finally:
+        following.tail.close()
+
+
+class _FileFollowing:
+    """The state of one ``follow_file``: the file's tail, the follower of its current incarnation,
+    and what was there before following began (judged as a whole: an earlier run, or this one)."""
+
+    def __init__(
+        self,
+        path: str,
+        options: FollowOptions,
+        clock: Callable[[], float],
+        sleep: Callable[[float], None],
+        on_follower: Callable[[Follower], None] | None,
+    ) -> None:
+        self.path, self.options, self.clock, self.sleep, self.on_follower = path, options, clock, sleep, on_follower
+        self.tail = FileTail(path, options.poll_interval, event_driven=sleep is time.sleep)
+        # with inotify, wake at least this often anyway (network filesystems send no events)
+        self.recheck = 1.0 if self.tail.event_driven else options.poll_interval
+        self.start_wall, self.start = time.time(), clock()
+        self.follower = self._new_follower(self.start)
+        self.waiting_said = False
+        self.first_read = True
+        self.backlog: list[FollowRecord] = []  # what was there before we came: judged at its end
+
+    def records(self) -> Iterator[FollowRecord]:
         while True:
-            now = clock()
-            if options.timeout is not None and now - start >= options.timeout:
-                yield from follower.end_of_input(now)
-                yield _timeout_record(follower, now - start)
+            now = self.clock()
+            if self.options.timeout is not None and now - self.start >= self.options.timeout:
+                yield from self.follower.end_of_input(now)
+                yield _timeout_record(self.follower, now - self.start)
                 return
-            read = tail.read(READ_SIZE)
+            read = self.tail.read(READ_SIZE)
             if read.change is Change.MISSING:
-                if not waiting_said:
-                    waiting_said = True
-                    yield WaitingRecord(message=f"{path} does not exist yet; waiting for it")
-                yield from follower.tick(now)
-                pause(now)
+                yield from self._missing(now)
                 continue
             if read.change is None and read.data:
-                recs = follower.feed(read.data, clock())
-                if first_read:
-                    backlog.extend(recs)  # what was there before we came: judged at its end
+                yield from self._grown(read.data)
+                if self.first_read or self.follower.exit_code() is None:
                     continue
-                yield from recs
-                if follower.exit_code() is not None:
-                    break
-                continue
-            if first_read:
-                first_read = False
-                age = start_wall - (tail.modified() or start_wall)
-                if follower.report.outcome != "starting" and age > 1.0:
-                    # what the file held is an earlier run: its phases and outcome are not this run's
-                    yield follower.mark_stale(age)
-                else:
-                    yield from backlog
-                backlog.clear()
-            if follower.exit_code() is not None:
                 break
-            if read.change is Change.ROTATED:
-                if read.data:  # the old file, to its end
-                    yield from follower.feed(read.data, clock())
-                yield RotatedRecord(message=f"{path} was replaced; reading the new file from its start")
-            elif read.change is Change.TRUNCATED:
-                yield TruncatedRecord(
-                    at_byte=read.at_byte, message=f"{path} was truncated at byte {read.at_byte}; reading it again from its start"
-                )
-            elif read.change is Change.DELETED:
-                yield DeletedRecord(
-                    at_byte=read.at_byte, message=f"{path} was deleted after byte {read.at_byte}; waiting for it to reappear"
-                )
+            if self.first_read:
+                yield from self._caught_up_first()
+            if self.follower.exit_code() is not None:
+                break
+            yield from self._changed(read)
             if read.change in (Change.ROTATED, Change.TRUNCATED):
-                follower = _successor(follower, path, options, clock())
-                if on_follower:
-                    on_follower(follower)
+                self.follower = _successor(self.follower, self.path, self.options, self.clock())
+                self._adopted(self.follower)
                 continue
-            yield from follower.tick(clock())
-            pause(clock())
-        yield follower.summary()
-    finally:
-        tail.close()
+            yield from self.follower.tick(self.clock())
+            self._pause(self.clock())
+        yield self.follower.summary()
+
+    def _new_follower(self, now: float) -> Follower:
+        return self._adopted(Follower(self.path, self.options, now=now))
+
+    def _adopted(self, follower: Follower) -> Follower:
+        if self.on_follower:
+            self.on_follower(follower)
+        return follower
+
+    def _missing(self, now: float) -> Iterator[FollowRecord]:
+        """No file (yet, or again): said once, then waited for."""
+        if not self.waiting_said:
+            self.waiting_said = True
+            yield WaitingRecord(message=f"{self.path} does not exist yet; waiting for it")
+        yield from self.follower.tick(now)
+        self._pause(now)
+
+    def _grown(self, data: bytes) -> Iterator[FollowRecord]:
+        recs = self.follower.feed(data, self.clock())
+        if self.first_read:
+            self.backlog.extend(recs)
+        else:
+            yield from recs
+
+    def _caught_up_first(self) -> Iterator[FollowRecord]:
+        """The end of what the file held when following began: its records, unless it is an
+        earlier run's (a finished run not written to for a while): its phases and outcome are not
+        this run's."""
+        self.first_read = False
+        age = self.start_wall - (self.tail.modified() or self.start_wall)
+        if self.follower.report.outcome != "starting" and age > 1.0:
+            yield self.follower.mark_stale(age)
+        else:
+            yield from self.backlog
+        self.backlog.clear()
+
+    def _changed(self, read: TailRead) -> Iterator[FollowRecord]:
+        """The records of a replaced, truncated or deleted file (the old file read to its end first)."""
+        path = self.path
+        if read.change is Change.ROTATED:
+            if read.data:
+                yield from self.follower.feed(read.data, self.clock())
+            yield RotatedRecord(message=f"{path} was replaced; reading the new file from its start")
+        elif read.change is Change.TRUNCATED:
+            yield TruncatedRecord(
+                at_byte=read.at_byte, message=f"{path} was truncated at byte {read.at_byte}; reading it again from its start"
+            )
+        elif read.change is Change.DELETED:
+            yield DeletedRecord(
+                at_byte=read.at_byte, message=f"{path} was deleted after byte {read.at_byte}; waiting for it to reappear"
+            )
+
+    def _pause(self, now: float) -> None:
+        options = self.options
+        wait = min(self.recheck, self.follower.next_deadline(now))
+        if options.timeout is not None:
+            wait = min(wait, max(0.0, options.timeout - (now - self.start)))
+        if self.tail.event_driven:
+            self.tail.wait(wait)
+        else:
+            self.sleep(min(wait, options.poll_interval))
 
 
 def _ready_ts(report: Report) -> str | None:

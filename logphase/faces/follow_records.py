@@ -162,6 +162,21 @@ FollowRecord = Annotated[
 
 FOLLOW_RECORD_ADAPTER: TypeAdapter[FollowRecord] = TypeAdapter(FollowRecord)
 
+HUMAN_LABELS = {"failure": "FAILED", "run": "new run"}
+
+
+def human_line(record: FollowRecord) -> str:
+    """A record as ``follow`` prints it without --json: time, label, message (and a failure's hint)."""
+    kind = record.kind
+    label = HUMAN_LABELS.get(kind, kind)
+    when = getattr(record, "ts", None) or ""
+    when = when.replace("T", " ") + "  " if when else ""
+    text = f"{when}{label:<8} {record.message}"
+    if isinstance(record, FailureRecord):
+        text += f"\n         hint: {record.failure.hint}"
+    return text + "\n"
+
+
 __all__ = [
     "FOLLOW_RECORD_ADAPTER",
     "DeletedRecord",
@@ -179,4 +194,5 @@ __all__ = [
     "TruncatedRecord",
     "WaitingRecord",
     "WarningRecord",
+    "human_line",
 ]

@@ -10,6 +10,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, BinaryIO
 
+from logphase.errors import LogphaseError
+
 if TYPE_CHECKING:
     from logphase.faces.loading import Saved
     from logphase.pipeline.engine import Engine
@@ -17,7 +19,7 @@ if TYPE_CHECKING:
     from logphase.pipeline.report import Report
 
 
-class InputError(Exception):
+class InputError(LogphaseError):
     """A problem with what the user gave us: reported in one line, exit code 2."""
 
 
@@ -106,26 +108,16 @@ def feed_all(
 ) -> None:
     """Feed a whole input (``head``, already read from it, first) to the engine in large blocks,
     finish it and close the input; a read error is an InputError."""
-    from logphase.pipeline.engine import BLOCK_SIZE
+    from logphase.pipeline.engine import read_all
+
+    def read(size: int) -> bytes:
+        try:
+            return handle.read(size)
+        except OSError as exc:
+            raise InputError(f"{source}: read failed: {exc.strerror or exc}") from None
 
     try:
-        if head:
-            events = engine.feed(head)
-            if on_events is not None:
-                on_events(events)
-        while True:
-            try:
-                block = handle.read(BLOCK_SIZE)
-            except OSError as exc:
-                raise InputError(f"{source}: read failed: {exc.strerror or exc}") from None
-            if not block:
-                break
-            events = engine.feed(block)
-            if on_events is not None:
-                on_events(events)
-        events = engine.finish()
-        if on_events is not None:
-            on_events(events)
+        read_all(engine, read, head, on_events)
     finally:
         handle.close()
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, BinaryIO, TypeAlias
 import orjson
 from pydantic import BaseModel, ValidationError
 
+from logphase.errors import LogphaseError
 from logphase.pipeline.phases import PHASE_ORDER
 from logphase.pipeline.report import SCHEMA_VERSION, Report
 
@@ -32,7 +33,7 @@ Saved: TypeAlias = "Report | MergedReport"
 READABLE_SCHEMAS = (1, SCHEMA_VERSION)
 
 
-class NotAReport(ValueError):
+class NotAReport(LogphaseError, ValueError):
     """JSON that claims to be a report but is not a readable one: one line, for the user."""
 
 
@@ -170,21 +171,14 @@ def read_report(handle: BinaryIO, source: str, since: str | None = None, expect:
     """The report on a log read from ``handle`` (streamed, in blocks), or the saved report it is.
     NotAReport for JSON that is not a readable report; OSError for a failed read. ``since`` and
     ``expect`` apply to logs only."""
-    from logphase.pipeline.engine import BLOCK_SIZE, Engine
+    from logphase.pipeline.engine import BLOCK_SIZE, parse_stream
 
-    first = handle.read(BLOCK_SIZE)
-    report, head = saved_report(handle, first, source)
+    report, head = saved_report(handle, handle.read(BLOCK_SIZE), source)
     if report is not None:
         if since is not None or expect:
             raise NotAReport(f"{source}: a saved report; --since and --expect apply to logs only")
         return one_report(report, source)
-    engine = Engine(source=source, since=since, collect_events=False)
-    engine.feed(head)
-    if head is first:  # else saved_report read the whole input already
-        while block := handle.read(BLOCK_SIZE):
-            engine.feed(block)
-    engine.finish()
-    return engine.report(expect)
+    return parse_stream(handle.read, source, expect, since, head=head)
 
 
 def one_report(saved: Saved, source: str) -> Report:

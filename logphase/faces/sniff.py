@@ -18,6 +18,8 @@ import sys
 import zlib
 from typing import BinaryIO, cast
 
+from logphase.errors import LogphaseError
+
 # bytes looked at to tell text from binary (and read ahead for it)
 HEAD_BYTES = 64 * 1024
 # share of control bytes and invalid UTF-8 above which the head is binary
@@ -41,7 +43,7 @@ _CONTROL = bytes(c for c in range(256) if (c < 0x20 and c not in b"\t\n\x0c\r\x0
 _TEXT = bytes(c for c in range(256) if c not in _CONTROL)
 
 
-class NotALog(ValueError):
+class NotALog(LogphaseError, ValueError):
     """The input is no log text (binary, empty, undecodable): one line, for the user."""
 
 

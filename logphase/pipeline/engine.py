@@ -12,20 +12,18 @@ import copy
 import os
 import re
 from collections.abc import Callable, Mapping
-from functools import cache
 
 from logphase.pipeline import events as ev
 from logphase.pipeline.build_report import build_report
+from logphase.pipeline.bulk import BulkReader, QuietLines
 from logphase.pipeline.classify import classify, foreign_source
 from logphase.pipeline.clock import LogClock
-from logphase.pipeline.envelope import Envelope, Stamp, plain_minutes_valid, split_envelope, valid_plain_stamp, valid_stamp
+from logphase.pipeline.envelope import Envelope, Stamp, split_envelope, valid_stamp
 from logphase.pipeline.events import LineInfo
 from logphase.pipeline.grammars import terminal_pattern
-from logphase.pipeline.lines import LineSplitter, LogicalLine, Run, RunPatterns, count_pieces, pieces_of
+from logphase.pipeline.lines import LineSplitter, LogicalLine, Run
 from logphase.pipeline.machine import PhaseMachine
 from logphase.pipeline.messages import MESSAGES
-from logphase.pipeline.plain import PLAIN_LINES, PLAIN_RUN, bulk_runs, junk_line
-from logphase.pipeline.prefilter import event_finder
 from logphase.pipeline.records import RecordAssembler, cut_header, line_shape, opens_record
 from logphase.pipeline.redact import redact_text
 from logphase.pipeline.report import LinesReport, Report, WarningReport, normalize_expect
@@ -33,36 +31,16 @@ from logphase.pipeline.report import LinesReport, Report, WarningReport, normali
 # Raw text kept on an event; the rest of a long line is reachable through its line number.
 MAX_RAW_CHARS = 2000
 KEEP_UNRECOGNIZED = 200
-# bytes read before the bulk path looks for quiet runs (plain.bulk_runs) too
-QUIET_RUNS_AFTER = 1 << 20
 # "file.py:12: UserWarning: text" is followed by the indented source line (sometimes two)
 WARNING_TAIL_LINES = 2
-_PLAIN = RunPatterns(PLAIN_LINES, PLAIN_RUN)
-# a quiet line's timestamp (plain.bulk_runs checked its shape)
-_QUIET_STAMP = re.compile(rb"(?m)^\[(.{19})")
-
-
-@cache
-def _bulk() -> RunPatterns:
-    """Plain and quiet runs (plain.bulk_runs), junk lines (plain.junk_line): built on the first
-    bulk read, not at import."""
-    return RunPatterns(PLAIN_LINES, bulk_runs(), junk_line)
-
-
-# a traceback header inside a run of plain lines: the run takes the long way (traceback.lark's TRACEBACK)
-_TRACEBACK_BYTES = b"Traceback (most recent call last):"
-assert re.fullmatch(terminal_pattern("traceback", "TRACEBACK"), _TRACEBACK_BYTES.decode())
-# PyTorch's glog prefix: level, month and day, time ("E0130 18:11:34.707542"), from grammars/shared/torch.lark
-# ("E130 ..." in c10's own logger: the month without its leading zero)
-_GLOG_TIME = re.compile(r"\[?[IWEF](?P<month>\d\d?)(?P<day>\d\d) (?P<time>\d\d:\d\d:\d\d(?:\.\d+)?)")
-assert re.fullmatch(terminal_pattern("torch", "GLOG_STAMP"), "E130 18:11:34.707542")
+# PyTorch's glog prefix (grammars/shared/torch.lark's GLOG_STAMP): level, month and day, time
+# ("E0130 18:11:34.707542"; "E130 ..." in c10's own logger: the month without its leading zero)
+_GLOG_TIME = re.compile(r"\[?(" + terminal_pattern("torch", "GLOG_STAMP") + ")")
 # a last line that is only the start of a prefix: SGLang's or torchrun's bracket ("[2026-05-12 18:2",
 # "[2026-05-12 18:20:05 TP", "[rank"), or a wrapper's stamp ("2026-05-12T18:2")
 _HALF_PREFIX = re.compile(r"\[(?:\d[\d\-:.,T ]*(?: [A-Z]{1,4}\d*)*|r(?:a(?:n(?:k\d*)?)?)?)?|\d{1,4}(?:-[\d\-:.,T+Z]*)?")
 # what a progress bar's redraw shows ("40%|████", "50% Completed | 3/6", "| 14/35 [00:0")
 _BAR_SHAPE = re.compile(r"\d%\||% Completed|\| *\d+/\d+ \[")
-_DIGITS_TO_0 = bytes.maketrans(b"123456789", b"000000000")
-_STAMP_SHAPE = b"0000-00-00 00:00:00"  # what PLAIN_LINE's 19-byte timestamps must look like
 
 
 class Engine:
@@ -102,7 +80,7 @@ class Engine:
         self._first_bad_stamp: tuple[int, str] | None = None
         self._warning_tail = 0  # indented source lines that follow a Python warning
         self._finished = False
-        self._quiet_runs = False  # the bulk path looks for quiet runs (QUIET_RUNS_AFTER)
+        self._bulk = BulkReader()
 
     # -- public face ------------------------------------------------------------------------------
 
@@ -121,14 +99,10 @@ class Engine:
             for line in self._splitter.feed(data):
                 self._line(line, out)
             return out
-        # quiet runs pay for themselves on long logs only: their patterns take ~40 ms to build; and
-        # at once on bytes that are not text (binary data read line by line costs ~100 us a line)
-        if not self._quiet_runs and (self._splitter.bytes_seen + len(data) > QUIET_RUNS_AFTER or _not_text(data)):
-            self._quiet_runs = True
-        patterns = _bulk() if self._quiet_runs else _PLAIN
-        for item in self._splitter.feed_runs(data, patterns):
+        target = _BulkSide(self, out)
+        for item in self._bulk.split(self._splitter, data):
             if isinstance(item, Run):
-                self._run(item, out)
+                self._bulk.read(item, target)
             else:
                 self._line(item, out)
         return []
@@ -211,162 +185,56 @@ class Engine:
         """Bytes fed so far."""
         return self._splitter.bytes_seen
 
-    # -- runs of plain lines (collect_events=False) -----------------------------------------------
-
-    def _run(self, run: Run, out: list[ev.EventBase]) -> None:
-        """Lines that classify() would turn into RuntimeBatch / HttpAccess events: what ``_line``
-        does with them is counting them and moving the clock, unless state says otherwise."""
-        if run.quiet:
-            self._quiet_run(run, out)
-            return
-        data, lineno, offset, n, stamps, joined, _, _, _ = run
-        if (
-            not self._gate_open
-            or joined.translate(_DIGITS_TO_0) != _STAMP_SHAPE * n
-            or not plain_minutes_valid(joined)
-            or _TRACEBACK_BYTES in data
-            # no "L", no "NCCL": a one-byte search is many times faster than a five-byte one
-            or (b"INFO:" in data and b"L" in data and b"NCCL" in data)
-        ):
-            # rare: another time format, a traceback or NCCL text inside, --since not reached yet
-            self._run_lines(data, lineno, offset, 1, out)
-            return
-        i = 0
-        line_i, pos = 0, 1  # data[pos:] starts with line number line_i of the run
-        while i < n:
-            if not self._machine.ready:
-                # before ready these lines are evidence (warmup, or a log that starts while serving)
-                while line_i < i:
-                    pos = data.index(b"\n", pos) + 1
-                    line_i += 1
-                self._run_lines(data, lineno + i, offset + pos - 1, pos, out)
-                return
-            taken = 0
-            if self._records.takes_plain_lines():  # else the line closes the open traceback
-                self._note_server_time(_iso(stamps[i][0]), lineno + i)
-                taken = self._machine.feed_plain(stamps[i:] if i else stamps, lineno + i)
-            if taken:
-                self._counts["events"] += taken
-                self._last_ts = stamps[i + taken - 1][0].decode("ascii").replace(" ", "T", 1)
-                self._note_server_time(self._last_ts, lineno + i)
-                self._warning_tail = 0
-                i += taken
-            if i < n:
-                # this line needs the long way (a clock jump starts a new run, a traceback closes)
-                while line_i < i:
-                    pos = data.index(b"\n", pos) + 1
-                    line_i += 1
-                end = data.index(b"\n", pos)
-                self._line(LogicalLine(lineno + i, offset + pos - 1, data[pos:end].decode("ascii")), out)
-                pos, line_i = end + 1, i + 1
-                i += 1
-
-    def _quiet_run(self, run: Run, out: list[ev.EventBase]) -> None:
-        """Lines that may be no event (plain.bulk_runs): the lines that hold none of the
-        pre-filter's literals are unrecognized, counted in bulk, moving the clock as each would;
-        the others take the long way, and so does every line while state needs each one (--since
-        not reached, an open record, a warning's source lines, --unrecognized)."""
-        data, lineno, offset, segmented = run.data, run.lineno, run.offset, run.segmented
-        hits = event_finder().line_hits(data)
-        h = 0
-        pos, line_i = 1, 0  # data[pos:] is the run's line line_i
-        while pos < len(data):
-            if not self._quiet_state_clean():
-                end = data.index(b"\n", pos)
-                self._run_line(data[pos:end], lineno + line_i, offset + pos - 1, segmented, out)
-                pos, line_i = end + 1, line_i + 1
-                continue
-            while h < len(hits) and hits[h] - 1 < pos:
-                h += 1  # a literal on a line already read
-            if h == len(hits):
-                self._quiet_lines(data[pos - 1 :], lineno + line_i, offset + pos - 1, run, out)
-                return
-            start = data.rfind(b"\n", 0, hits[h] - 1) + 1
-            line_i += self._quiet_lines(data[pos - 1 : start], lineno + line_i, offset + pos - 1, run, out)
-            end = data.index(b"\n", hits[h] - 1)
-            self._run_line(data[start:end], lineno + line_i, offset + start - 1, segmented, out)
-            pos, line_i = end + 1, line_i + 1
-
-    def _quiet_state_clean(self) -> bool:
-        """Whether a line with no event would change nothing but counts (and the clock)."""
-        return self._gate_open and self._on_unrecognized is None and not self._warning_tail and not self._records.has_open()
-
-    def _quiet_lines(self, data: bytes, lineno: int, offset: int, run: Run, out: list[ev.EventBase]) -> int:
-        """``data`` (b"\\n" and whole lines of ``run``) holds unrecognized lines: count them, keep
-        the first ones as the sample, move the clock (SGLang's lines). Returns how many lines it had."""
-        n = data.count(b"\n") - 1
-        if n <= 0:
-            return 0
-        room = KEEP_UNRECOGNIZED - len(self.unrecognized_sample)
-        if room > 0:
-            # the sample is taken line by line (each line the long way, as it would be)
-            cut = 0
-            for _ in range(min(room, n)):
-                cut = data.index(b"\n", cut + 1)
-            self._run_lines(data[: cut + 1], lineno, offset, 1, out, run.segmented)
-            if room >= n:
-                return n
-            rest = self._quiet_lines(data[cut:], lineno + room, offset + cut, run, out)
-            return room + rest
-        if run.unstamped:
-            self._counts["unrecognized"] += count_pieces(data) if run.segmented else n
-            return n  # no time, no writer: nothing else moves
-        stamps = _QUIET_STAMP.findall(data)
-        first, last, low, high = stamps[0], stamps[-1], min(stamps), max(stamps)
-        one_date = low[:10] == high[:10] and valid_plain_stamp(low) and valid_plain_stamp(high)
-        if not (one_date and plain_minutes_valid(b"".join(stamps))):
-            # a stamp that makes no time among them (or a change of date): each line the long way
-            self._run_lines(data, lineno, offset, 1, out, run.segmented)
-            return n
-        self._counts["unrecognized"] += count_pieces(data) if run.segmented else n
-        self._warning_tail = 0
-        self._note_server_time(_iso(first), lineno)
-        self._last_ts = self._clock.resolve(Stamp(int(last[:4]), int(last[5:7]), int(last[8:10]), last[11:19].decode()))
-        self._note_server_time(_iso(high), lineno)
-        self._machine.note_lines(_iso(first), _iso(high), lineno + n - 1)
-        return n
-
-    def _run_lines(
-        self, data: bytes, lineno: int, offset: int, pos: int, out: list[ev.EventBase], segmented: bool = False
-    ) -> None:
-        """The lines of a run from ``data[pos:]`` on (``lineno`` at ``offset``), one by one."""
-        for i, raw in enumerate(data[pos:-1].split(b"\n")):
-            self._run_line(raw, lineno + i, offset, segmented, out)
-            offset += len(raw) + 1
-
-    def _run_line(self, raw: bytes, lineno: int, offset: int, segmented: bool, out: list[ev.EventBase]) -> None:
-        """One line of a run (without its \\n) the long way: a junk line's pieces each on its own."""
-        if not segmented:
-            self._line(LogicalLine(lineno, offset, raw.decode("ascii")), out)
-            return
-        for piece in pieces_of(raw, lineno, offset):
-            self._line(piece, out)
-
     # -- per line -------------------------------------------------------------------------------
 
     def _line(self, line: LogicalLine, out: list[ev.EventBase]) -> None:
+        """One logical line the long way: envelope, time, then the first step that takes it (a
+        blank line, a cut last line, a warning's source line, an open record's next line, a
+        record's first line, a message or an unrecognized line)."""
         line = line._replace(text=redact_text(line.text))  # no secret reaches an event, a report or a face
-        text = line.text
-        env = split_envelope(text) if text.strip() else None
-        if env is not None:
-            env = self._same_physical_line(line.lineno, env)
+        env = self._envelope(line)
         if env is None or (not env.message.strip() and not env.stamped):
-            # a blank line, bare or in a wrapper ("sglang-1  | "): it may end a traceback's message
-            if not self._gate_open:
-                self._counts["ignored"] += 1
-                return
-            if line.partial and text.strip():  # a wrapper's prefix, cut before its message
-                self._counts["truncated"] += 1
-                self._truncated_line = line.lineno
-                return
-            consumed, closed = self._records.offer(env or split_envelope(""), line.lineno, False)
-            for event in closed:
-                self._emit(event, out)
-            if consumed:
-                self._counts["events"] += 1
-            else:
-                self._counts["blank"] += 1
+            self._blank(line, env, out)
             return
+        ts = self._time(line, env)
+        if not self._gate_open:
+            self._counts["ignored"] += 1
+            return
+        if line.partial and self._visibly_cut(line, env, ts):
+            self._partial(line, env, ts, out)
+            return
+        if self._warning_source(line.text, env) or self._record_goes_on(line, env, out):
+            self._counts["events"] += 1
+            return
+        info = self._info(line, env, ts)
+        if self._record_starts(line, env, info, out):
+            self._counts["events"] += 1
+            return
+        self._message(line, env, info, ts, out)
+
+    def _envelope(self, line: LogicalLine) -> Envelope | None:
+        """The line's envelope (None for a blank line), with its physical line's wrapper."""
+        if not line.text.strip():
+            return None
+        return self._same_physical_line(line.lineno, split_envelope(line.text))
+
+    def _blank(self, line: LogicalLine, env: Envelope | None, out: list[ev.EventBase]) -> None:
+        """A blank line, bare or in a wrapper ("sglang-1  | "): it may end a traceback's message."""
+        if not self._gate_open:
+            self._counts["ignored"] += 1
+            return
+        if line.partial and line.text.strip():  # a wrapper's prefix, cut before its message
+            self._counts["truncated"] += 1
+            self._truncated_line = line.lineno
+            return
+        consumed, closed = self._records.offer(env or split_envelope(""), line.lineno, False)
+        for event in closed:
+            self._emit(event, out)
+        self._counts["events" if consumed else "blank"] += 1
+
+    def _time(self, line: LogicalLine, env: Envelope) -> str | None:
+        """The line's time (None: it has none of its own); notes a bad stamp, opens the --since
+        gate, moves the last time seen."""
         ts = self._clock.of(env)
         self._retime_lines_before(line.lineno)
         # a wrapper's time alone may rightly give none (its clock is not SGLang's in any zone): only
@@ -377,44 +245,44 @@ class Engine:
             if not self._gate_open and self._since is not None and ts >= self._since:
                 self._gate_open = True
             self._last_ts = ts
-        if not self._gate_open:
-            self._counts["ignored"] += 1
-            return
-        if line.partial and self._visibly_cut(line, env, ts):
-            self._partial(line, env, ts, out)
-            return
-        if self._warning_tail:
-            shape = line_shape(text) if not env.stamped and text[:1] in " \t" else None
-            if not env.stamped and text[:1] in " \t" and (shape is None or shape.rule != "tb_frame"):
+        return ts
+
+    def _warning_source(self, text: str, env: Envelope) -> bool:
+        """Whether the line is a Python warning's indented source line (counted as its event's)."""
+        if not self._warning_tail:
+            return False
+        if not env.stamped and text[:1] in " \t":
+            shape = line_shape(text)
+            if shape is None or shape.rule != "tb_frame":
                 self._warning_tail -= 1
-                self._counts["events"] += 1
-                return
-            self._warning_tail = 0
+                return True
+        self._warning_tail = 0
+        return False
+
+    def _record_goes_on(self, line: LogicalLine, env: Envelope, out: list[ev.EventBase]) -> bool:
+        """Offers the line to the open records: whether one took it (the records it closed are emitted)."""
         # only an open record asks whose the line is (a search through a long line costs)
         foreign = self._records.has_open() and foreign_source(env)
         consumed, closed = self._records.offer(env, line.lineno, foreign)
         for done in closed:
             self._emit(done, out)
-        if consumed:
-            self._counts["events"] += 1
-            return
-        info = self._info(line, env, ts)
+        return consumed
+
+    def _record_starts(self, line: LogicalLine, env: Envelope, info: LineInfo, out: list[ev.EventBase]) -> bool:
+        """Whether the line opens a multi-line record (a traceback)."""
         record = opens_record(env, info)
-        if record is not None:
-            record.last_line = line.lineno
-            for done in self._records.start(env.stream, record):
-                self._emit(done, out)
-            self._counts["events"] += 1
-            return
+        if record is None:
+            return False
+        record.last_line = line.lineno
+        for done in self._records.start(env.stream, record):
+            self._emit(done, out)
+        return True
+
+    def _message(self, line: LogicalLine, env: Envelope, info: LineInfo, ts: str | None, out: list[ev.EventBase]) -> None:
+        """A one-line message: its event, or an unrecognized line."""
         found = classify(env, info)
         if found is None:
-            if env.stamped and ts is not None:
-                self._machine.note_line(ts, line.lineno)  # SGLang's, though no message logphase knows
-            self._counts["unrecognized"] += 1
-            if len(self.unrecognized_sample) < KEEP_UNRECOGNIZED:
-                self.unrecognized_sample.append((line.lineno, text[:300]))
-            if self._on_unrecognized is not None:
-                self._on_unrecognized(line)
+            self._unrecognized(line, env, ts)
             return
         self._counts["events"] += 1
         if isinstance(found, ev.PythonWarning):
@@ -422,6 +290,15 @@ class Engine:
         if ts is None:
             self._own_time(found, env, line.lineno)
         self._emit(found, out)
+
+    def _unrecognized(self, line: LogicalLine, env: Envelope, ts: str | None) -> None:
+        if env.stamped and ts is not None:
+            self._machine.note_line(ts, line.lineno)  # SGLang's, though no message logphase knows
+        self._counts["unrecognized"] += 1
+        if len(self.unrecognized_sample) < KEEP_UNRECOGNIZED:
+            self.unrecognized_sample.append((line.lineno, line.text[:300]))
+        if self._on_unrecognized is not None:
+            self._on_unrecognized(line)
 
     def _own_time(self, event: ev.EventBase, env: Envelope, line: int) -> None:
         """A line no wrapper or SGLang prefix dates may carry its own time: PyTorch's glog stamp
@@ -431,7 +308,8 @@ class Engine:
         m = _GLOG_TIME.match(env.message)
         if m is None:
             return
-        stamp = Stamp(None, int(m.group("month")), int(m.group("day")), m.group("time")[:15])
+        month_day, clock = m.group(1)[1:].split(" ", 1)  # after the level letter
+        stamp = Stamp(None, int(month_day[:-2]), int(month_day[-2:]), clock[:15])
         ts = self._clock.resolve(stamp) if valid_stamp(stamp) else None
         if ts is None:
             self._note_bad_stamp(line, m.group(0).lstrip("["))  # month 13: text, the time stays inherited
@@ -522,6 +400,57 @@ class Engine:
         out.append(event)
 
 
+class _BulkSide:
+    """The engine as the bulk path sees it (bulk.BulkTarget): its state, and where counted lines
+    and the lines that need the long way go."""
+
+    def __init__(self, engine: Engine, out: list[ev.EventBase]) -> None:
+        self._engine, self._out = engine, out
+
+    def gate_open(self) -> bool:
+        return self._engine._gate_open
+
+    def ready(self) -> bool:
+        return self._engine._machine.ready
+
+    def takes_plain_lines(self) -> bool:
+        return self._engine._records.takes_plain_lines()
+
+    def quiet_clean(self) -> bool:
+        e = self._engine
+        return e._gate_open and e._on_unrecognized is None and not e._warning_tail and not e._records.has_open()
+
+    def sample_room(self) -> int:
+        return KEEP_UNRECOGNIZED - len(self._engine.unrecognized_sample)
+
+    def served(self, stamps: list[tuple[bytes, bytes]], first_line: int) -> int:
+        e = self._engine
+        e._note_server_time(_iso(stamps[0][0]), first_line)
+        taken = e._machine.feed_plain(stamps, first_line)
+        if taken:
+            e._counts["events"] += taken
+            e._last_ts = _iso(stamps[taken - 1][0])
+            e._note_server_time(e._last_ts, first_line)
+            e._warning_tail = 0
+        return taken
+
+    def quiet(self, lines: QuietLines) -> None:
+        e = self._engine
+        e._counts["unrecognized"] += lines.logical
+        first, last, high = lines.first, lines.last, lines.high
+        if first is None or last is None or high is None:
+            return  # no time, no writer: nothing else moves
+        first_line = lines.last_line - lines.lines + 1
+        e._warning_tail = 0
+        e._note_server_time(_iso(first), first_line)
+        e._last_ts = e._clock.resolve(Stamp(int(last[:4]), int(last[5:7]), int(last[8:10]), last[11:19].decode()))
+        e._note_server_time(_iso(high), first_line)
+        e._machine.note_lines(_iso(first), _iso(high), lines.last_line)
+
+    def long_way(self, line: LogicalLine) -> None:
+        self._engine._line(line, self._out)
+
+
 def _written(env: Envelope) -> str:
     """A stamp as the line wrote it, near enough for a warning (the clock could not date it)."""
     stamp = env.stamp or env.outer
@@ -536,17 +465,6 @@ def _iso(stamp: bytes) -> str:
     return stamp.decode("ascii").replace(" ", "T", 1)
 
 
-def _not_text(data: bytes) -> bool:
-    """NUL bytes or invalid UTF-8: binary data (a block cut inside a character counts too, harmlessly)."""
-    if data.isascii():
-        return b"\x00" in data
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return True
-    return False
-
-
 def normalize_time(text: str) -> str:
     """'2026-05-09 09:20:26' or '2026-05-09T09:20' -> '2026-05-09T09:20:26' style, comparable as text."""
     from datetime import datetime
@@ -559,10 +477,11 @@ def parse_bytes(
     data: bytes, source: str = "<bytes>", expect: Mapping[str, object] | None = None, since: str | None = None
 ) -> Report:
     """The report on a whole log held in memory (its last run). See :class:`Engine` for the options."""
-    engine = Engine(source=source, since=since, collect_events=False)
-    engine.feed(data)
-    engine.finish()
-    return engine.report(expect)
+    return parse_stream(_nothing_more, source, expect, since, head=data)
+
+
+def _nothing_more(_size: int) -> bytes:
+    return b""
 
 
 def parse_text(text: str, source: str = "<text>", expect: Mapping[str, object] | None = None, since: str | None = None) -> Report:
@@ -576,15 +495,49 @@ def parse_text(text: str, source: str = "<text>", expect: Mapping[str, object] |
 BLOCK_SIZE = 1 << 20
 
 
+def read_all(
+    engine: Engine,
+    read: Callable[[int], bytes],
+    head: bytes = b"",
+    on_events: Callable[[list[ev.EventBase]], None] | None = None,
+) -> Engine:
+    """The read-feed loop of every reader of a whole input: ``head`` (already read from it) first,
+    then ``read(BLOCK_SIZE)`` until it gives b"", each block fed to the engine; then ``finish``.
+    ``on_events`` gets the events of each feed (none unless the engine collects them). Errors of
+    ``read`` propagate as they are. Returns the engine, finished."""
+    block = head
+    while True:
+        if block:
+            events = engine.feed(block)
+            if on_events is not None:
+                on_events(events)
+        block = read(BLOCK_SIZE)
+        if not block:
+            break
+    events = engine.finish()
+    if on_events is not None:
+        on_events(events)
+    return engine
+
+
+def parse_stream(
+    read: Callable[[int], bytes],
+    source: str,
+    expect: Mapping[str, object] | None = None,
+    since: str | None = None,
+    head: bytes = b"",
+) -> Report:
+    """The report on a log read through ``read`` (``head`` already read from it), in blocks with
+    constant memory: its last run."""
+    engine = Engine(source=source, since=since, collect_events=False)
+    return read_all(engine, read, head).report(expect)
+
+
 def parse_file(path: str | os.PathLike[str], expect: Mapping[str, object] | None = None, since: str | None = None) -> Report:
     """The report on a log file (its last run), read in 1 MiB blocks with constant memory.
 
     ``expect`` maps server_args keys to what you launched with, e.g. ``{"mem_fraction_static": 0.88}``;
     ``since`` ignores output stamped before that time. OSError if the file cannot be read."""
     name = os.fspath(path)
-    engine = Engine(source=name, since=since, collect_events=False)
     with open(name, "rb") as handle:
-        while block := handle.read(BLOCK_SIZE):
-            engine.feed(block)
-    engine.finish()
-    return engine.report(expect)
+        return parse_stream(handle.read, name, expect, since)

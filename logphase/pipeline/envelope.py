@@ -260,31 +260,11 @@ def _iso_time() -> re.Pattern[str]:
 def split_envelope(text: str) -> Envelope:
     """Peel a line's envelope: wrappers, torchrun's prefix, SGLang's prefix; the rest is the message."""
     wrapper, sglang, torch = _compiled()
-    pos, outer, writer, bad = 0, None, None, None
-    for _ in range(MAX_WRAPPERS):
-        m = wrapper.match(text, pos)
-        if m is None or m.end() == pos:
-            break
-        for name, value in _parts(m).items():
-            if name.endswith("_TIME"):
-                stamp = parse_stamp(name, value)
-                if stamp is None:
-                    bad = value.strip()
-                outer = stamp or outer
-            elif name.endswith("_SOURCE"):
-                writer = value.strip()  # the innermost wrapper that names one
-        pos = m.end()
+    pos, outer, writer, bad = _peel_wrappers(wrapper, text)
     if text.startswith(DOCKER_JSON_START, pos):
-        found = docker_json(text[pos:])
-        if found is not None:
-            # the line it carries, in its own envelope; docker's time and stream are inside the others
-            line, stream, stamp, bad_time = found
-            inner = split_envelope(line)
-            return inner._replace(
-                outer=inner.outer or stamp or outer,
-                writer=inner.writer or stream or writer,
-                bad_stamp=inner.bad_stamp or bad_time or bad,
-            )
+        carried = _docker_carried(text[pos:], outer, writer, bad)
+        if carried is not None:
+            return carried
     torch_rank = None
     if text.startswith("[rank", pos):
         m = torch.match(text, pos)
@@ -302,3 +282,39 @@ def split_envelope(text: str) -> Envelope:
                 bad = written.strip()
             return Envelope(stamp, tags or torch_rank, text[m.end() :], torch_rank, outer, writer, bad, stamp is None)
     return Envelope(None, torch_rank, text[pos:], torch_rank, outer, writer, bad)
+
+
+def _peel_wrappers(wrapper: re.Pattern[str], text: str) -> tuple[int, Stamp | None, str | None, str | None]:
+    """The wrappers around a line (docker, kubectl, compose, Ray ...), outermost first: (where
+    the rest starts, the innermost time that makes one, the innermost writer named, the last time
+    that makes none)."""
+    pos, outer, writer, bad = 0, None, None, None
+    for _ in range(MAX_WRAPPERS):
+        m = wrapper.match(text, pos)
+        if m is None or m.end() == pos:
+            break
+        for name, value in _parts(m).items():
+            if name.endswith("_TIME"):
+                stamp = parse_stamp(name, value)
+                if stamp is None:
+                    bad = value.strip()
+                outer = stamp or outer
+            elif name.endswith("_SOURCE"):
+                writer = value.strip()  # the innermost wrapper that names one
+        pos = m.end()
+    return pos, outer, writer, bad
+
+
+def _docker_carried(record: str, outer: Stamp | None, writer: str | None, bad: str | None) -> Envelope | None:
+    """The line a docker json-file record carries, in its own envelope; docker's time and stream
+    are inside the others. None when ``record`` is no such record."""
+    found = docker_json(record)
+    if found is None:
+        return None
+    line, stream, stamp, bad_time = found
+    inner = split_envelope(line)
+    return inner._replace(
+        outer=inner.outer or stamp or outer,
+        writer=inner.writer or stream or writer,
+        bad_stamp=inner.bad_stamp or bad_time or bad,
+    )

@@ -1,4 +1,4 @@
-"""Stage 3: the phase machine. Folds events into runs, ranks, phases, failures and facts.
+"""Stage 5: the phase machine. Folds events into runs, ranks, phases, failures and facts.
 
 Driven by the table in ``phases.py``. Per rank, a phase is entered on its first evidence and
 closed by its end marker or by the rank entering a later phase. The server's phase is the
@@ -101,47 +101,61 @@ class PhaseMachine:
         return run
 
     def feed(self, event: ev.EventBase) -> None:
+        transition = evidence_of(event)
+        self._fold(self._run_of(event, transition), event, transition)
+
+    def _run_of(self, event: ev.EventBase, transition: Transition | None) -> Run:
+        """The run an event belongs to: an earlier one for a record that began there, else the
+        current one or the new one it starts (a writer's clock jumping back, a relaunch's
+        server_args, a start-up marker after the run finished)."""
         run = self.run
         if event.line < run.start_line:
             # a multi-line record that began before this run started and closed only now
             # (its lines interleaved with the next run's first ones): it belongs where it began
-            earlier = next(r for r in reversed(self.runs) if r.start_line <= event.line)
-            self._fold(earlier, event, evidence_of(event))
-            return
+            return next(r for r in reversed(self.runs) if r.start_line <= event.line)
         ts = event.ts
         if ts is not None and not event.ts_inherited and not event.ts_wrapper:
-            if jumps_back(run.clock_by_writer.get(event.rank), ts):
+            if self._jumps_back(run, event.rank, ts):
                 run = self._new_run(event.line)
             advance(run.clock_by_writer, event.rank, ts)
         later = ts is None or run.last_ts is None or ts > run.last_ts
-        if (
+        if self._relaunched(run, event, later) or self._restarted(run, event, transition, later):
+            return self._new_run(event.line)
+        return run
+
+    @staticmethod
+    def _jumps_back(run: Run, writer: str | None, ts: str) -> bool:
+        """Whether a writer's line at ``ts`` belongs to another run (feed starts one there; the
+        bulk path's feed_plain stops there)."""
+        return jumps_back(run.clock_by_writer.get(writer), ts)
+
+    @staticmethod
+    def _relaunched(run: Run, event: ev.EventBase, later: bool) -> bool:
+        """A server_args dump that starts a new run: a second one, or one after ranks worked or
+        finished (unless the dump is older than their lines: printed first, it merely reached the
+        file late), and not another node's of the same server."""
+        return (
             isinstance(event, ev.ServerArgs)
-            and (
-                run.server_args is not None
-                # ranks already working or done: a relaunch, unless the dump is older than their lines
-                # (it was printed first and merely reached the file late)
-                or ((run.has_progress() or run.finished) and later)
-            )
+            and (run.server_args is not None or ((run.has_progress() or run.finished) and later))
             and not run.another_node(event.args)
-        ):
-            run = self._new_run(event.line)
-            later = True
-        transition = evidence_of(event)
-        if transition is not None and transition.role is Role.BEGIN and run.finished and later:
-            track = self._track_key(event, transition)
-            current = run.tracks.get(track)
-            if transition.phase is Phase.LAUNCH or (
-                current is not None
-                and current.phase is not None
-                and transition.phase is not None
-                and transition.phase.order < current.phase.order
-            ):
-                run = self._new_run(event.line)
-        self._fold(run, event, transition)
+        )
+
+    def _restarted(self, run: Run, event: ev.EventBase, transition: Transition | None, later: bool) -> bool:
+        """A start-up marker after the run finished, of launch or of a phase before the rank's."""
+        if transition is None or transition.role is not Role.BEGIN or not run.finished or not later:
+            return False
+        if transition.phase is Phase.LAUNCH:
+            return True
+        current = run.tracks.get(self._track_key(event, transition))
+        return (
+            current is not None
+            and current.phase is not None
+            and transition.phase is not None
+            and transition.phase.order < current.phase.order
+        )
 
     def _fold(self, run: Run, event: ev.EventBase, transition: Transition | None) -> None:
-        ts, kind = event.ts, event.kind
-        run.extend(ts, ts, event.end_line or event.line)
+        run.extend(event.ts, event.ts, event.end_line or event.line)
         if run.ready_line is None:
             # where start-up lines were written (the bulk path counts serving lines without events)
             stream = stream_of(event)
@@ -149,34 +163,46 @@ class PhaseMachine:
                 run.streams.add(stream)
         if transition is not None:
             self._apply(run, event, transition)
-            if run.ready_line is None and transition.role in (Role.CLOSE, Role.END) and run.follower_node_up():
-                # this node's part of a multi-node server is up: its ready is its last rank's end
-                main = run.tracks.setdefault(None, Track())
-                run.ready_ts, run.ready_line = ts, event.line
-                self._enter(run, main, Phase.READY, Role.BEGIN, ts, event.line)
-                main.close(Phase.READY, ts, event.line)
-        if kind == "server_args":
-            # the run starts here even when the dump reached the file after the ranks' first lines
-            main = run.tracks.setdefault(None, Track())
-            if Phase.LAUNCH not in main.spans:
-                main.spans[Phase.LAUNCH] = Span(ts, event.line)
-                if main.phase is None:
-                    main.phase = Phase.LAUNCH
-            if run.first_entry is None or run.first_entry[0] is not Phase.LAUNCH:
-                run.first_entry = (Phase.LAUNCH, event.line)
+            self._node_part_ready(run, event, transition)
+        if event.kind == "server_args":
+            self._launch_at(run, event)
         note_facts(run, event, self._default_rank(event) or "main")
         if isinstance(event, ev.Shutdown) and run.shutdown_line is None:
             run.shutdown_line = event.line
+        self._assess(run, event)
+
+    def _node_part_ready(self, run: Run, event: ev.EventBase, transition: Transition) -> None:
+        """This node's part of a multi-node server is up: its ready is its last rank's end."""
+        if run.ready_line is None and transition.role in (Role.CLOSE, Role.END) and run.follower_node_up():
+            main = run.tracks.setdefault(None, Track())
+            run.ready_ts, run.ready_line = event.ts, event.line
+            self._enter(run, main, Phase.READY, Role.BEGIN, event.ts, event.line)
+            main.close(Phase.READY, event.ts, event.line)
+
+    @staticmethod
+    def _launch_at(run: Run, event: ev.EventBase) -> None:
+        """The run starts at its server_args even when the dump reached the file after the ranks' first lines."""
+        main = run.tracks.setdefault(None, Track())
+        if Phase.LAUNCH not in main.spans:
+            main.spans[Phase.LAUNCH] = Span(event.ts, event.line)
+            if main.phase is None:
+                main.phase = Phase.LAUNCH
+        if run.first_entry is None or run.first_entry[0] is not Phase.LAUNCH:
+            run.first_entry = (Phase.LAUNCH, event.line)
+
+    def _assess(self, run: Run, event: ev.EventBase) -> None:
+        """A failure or a note the event states, as an incident of the run."""
         assessment = assess(event, after_ready=run.ready_line is not None)
-        if assessment is not None and run.shutdown_line is not None:
+        if assessment is None:
+            return
+        if run.shutdown_line is not None:
             # after a requested shutdown (SIGTERM), dying children and their echoes are expected
             assessment = assessment._replace(severity=Severity.NOTE)
-        if assessment is not None:
-            track = run.tracks.get(event.rank) or run.tracks.get(self._default_rank(event))
-            run.incidents.add(Incident(event, assessment, track.phase if track else None))
-            if run.first_entry is None and assessment.phase is not None and assessment.severity is not Severity.NOTE:
-                # nothing before it named a phase: the run is first seen where the failure struck
-                run.first_entry = (assessment.phase, event.line)
+        track = run.tracks.get(event.rank) or run.tracks.get(self._default_rank(event))
+        run.incidents.add(Incident(event, assessment, track.phase if track else None))
+        if run.first_entry is None and assessment.phase is not None and assessment.severity is not Severity.NOTE:
+            # nothing before it named a phase: the run is first seen where the failure struck
+            run.first_entry = (assessment.phase, event.line)
 
     def retime(self, moved: Callable[[str], str]) -> None:
         """Move every time held so far (the wrapper's, before SGLang's zone was known)."""
@@ -200,54 +226,54 @@ class PhaseMachine:
             run.seen_sglang = True
 
     def feed_plain(self, stamps: list[tuple[bytes, bytes]], first_line: int) -> int:
-        """What ``feed`` does with events that carry nothing but their time and writer (no
-        transition, fact or assessment: batch statistics, access lines once ready), for
-        consecutive lines from ``first_line`` on, given each one's raw timestamp and rank tags
-        (b'2026-05-09 09:20:26', b' TP0'). Returns how many it took; the line after them moves
-        its writer's clock back into a new run, or has a stamp that is no valid time, and needs
-        ``feed``. The stamps' minutes and seconds pass envelope.plain_minutes_valid. Keep in step with ``feed``
-        and ``_fold``: tests/test_fast_path.py compares the two."""
-        n = len(stamps)
-        if not n:
+        """``feed`` for events that carry nothing but their time and writer (no transition, fact
+        or assessment: batch statistics, access lines once ready), for consecutive lines from
+        ``first_line`` on, given each one's raw timestamp and rank tags (b'2026-05-09 09:20:26',
+        b' TP0'); the stamps' minutes and seconds pass envelope.plain_minutes_valid. For such an
+        event ``feed`` does three steps, and so does this, on the same functions: ``_jumps_back``
+        (where feed starts a new run this stops: that line needs ``feed``, as does one whose stamp
+        is no valid time), ``advance`` of the writer's clock, and ``_fold``'s ``run.extend``.
+        Returns how many lines it took. tests/test_fast_path.py compares the two paths."""
+        if not stamps:
             return 0
         run = self.run
-        clocks = run.clock_by_writer
-        taken = n
-        high: str | None = None
         low, top = stamps[0][0], stamps[-1][0]
-        if (
-            low[:10] == top[:10]
-            and valid_plain_stamp(low)
-            and valid_plain_stamp(top)
-            and sorted(stamps, key=_STAMP) == stamps
-        ):
-            # every stamp lies between two valid ones of one date: valid (see plain_minutes_valid)
-            # time never goes back, so neither does any writer's: only its first line can jump
-            writers = set(map(_TAGS, stamps))
-            for w, first in _first_index(stamps, writers).items():
-                if first < taken and jumps_back(clocks.get(_writer(w)), _iso(stamps[first][0])):
-                    taken = first
-            if not taken:
-                return 0
-            for w, last in _last_index(stamps, taken, writers).items():
-                advance(clocks, _writer(w), _iso(stamps[last][0]))  # the writer's last line is its latest
-            high = _iso(stamps[taken - 1][0])
-        else:
-            for i in range(n):
-                if not valid_plain_stamp(stamps[i][0]):
-                    taken = i  # no time (month 84, Feb 30): the line is read the long way, as text
-                    break
-                ts, key = _iso(stamps[i][0]), _writer(stamps[i][1])
-                if jumps_back(clocks.get(key), ts):
-                    taken = i
-                    break
-                advance(clocks, key, ts)
-                if high is None or ts > high:
-                    high = ts
-            if not taken:
-                return 0
-        run.extend(_iso(stamps[0][0]), high, first_line + taken - 1)
+        in_order = (
+            low[:10] == top[:10] and valid_plain_stamp(low) and valid_plain_stamp(top) and sorted(stamps, key=_STAMP) == stamps
+        )
+        taken, high = self._plain_in_order(run, stamps) if in_order else self._plain_one_by_one(run, stamps)
+        if taken and high is not None:
+            run.extend(_iso(stamps[0][0]), high, first_line + taken - 1)
         return taken
+
+    def _plain_in_order(self, run: Run, stamps: list[tuple[bytes, bytes]]) -> tuple[int, str | None]:
+        """Stamps of one date in order: every stamp lies between two valid ones, so is valid (see
+        plain_minutes_valid), and no writer's time goes back but at its first line. Returns (lines
+        taken, the latest time)."""
+        taken = len(stamps)
+        writers = set(map(_TAGS, stamps))
+        for w, first in _first_index(stamps, writers).items():
+            if first < taken and self._jumps_back(run, _writer(w), _iso(stamps[first][0])):
+                taken = first
+        if not taken:
+            return 0, None
+        for w, last in _last_index(stamps, taken, writers).items():
+            advance(run.clock_by_writer, _writer(w), _iso(stamps[last][0]))  # the writer's last line is its latest
+        return taken, _iso(stamps[taken - 1][0])
+
+    def _plain_one_by_one(self, run: Run, stamps: list[tuple[bytes, bytes]]) -> tuple[int, str | None]:
+        """Any stamps: each line's steps in turn. Returns (lines taken, the latest time)."""
+        high: str | None = None
+        for i, (stamp, tags) in enumerate(stamps):
+            if not valid_plain_stamp(stamp):
+                return i, high  # no time (month 84, Feb 30): the line is read the long way, as text
+            ts, key = _iso(stamp), _writer(tags)
+            if self._jumps_back(run, key, ts):
+                return i, high
+            advance(run.clock_by_writer, key, ts)
+            if high is None or ts > high:
+                high = ts
+        return len(stamps), high
 
     # -- transitions ----------------------------------------------------------------------------
 
@@ -261,40 +287,51 @@ class PhaseMachine:
         return self._default_rank(event)
 
     def _apply(self, run: Run, event: ev.EventBase, transition: Transition) -> None:
-        key = self._track_key(event, transition)
-        track = run.tracks.setdefault(key, Track())
-        ts, line = event.ts, event.line
-        role, phase = transition.role, transition.phase
+        track = run.tracks.setdefault(self._track_key(event, transition), Track())
+        role = transition.role
         if role is Role.CLOSE:
-            if track.phase is None:
-                # the scheduler is ready: the log starts after its graphs (or its pool) were made
-                cuda_graph = not (run.server_args or {}).get("disable_cuda_graph")
-                self._enter(run, track, Phase.CUDA_GRAPH_CAPTURE if cuda_graph else Phase.MEMORY_POOL, role, None, line)
-            track.close(track.phase, ts, line)
+            self._close(run, track, event)
             return
-        if role is Role.SERVING_OR_WARMUP:
-            # the warmup request is served too: it is warmup once the run's start-up was seen; the
-            # warmup sends one request, so a second one is a client's (when the ready line is not
-            # in the log: stdout alone)
-            furthest = run.furthest_phase()
-            posted = isinstance(event, ev.HttpAccess) and event.method == "POST"
-            second = posted and run.requests_posted > 0 and furthest is Phase.WARMUP
-            run.requests_posted += posted
-            phase = Phase.READY if furthest is None or second else Phase.WARMUP
+        phase = self._serving_phase(run, event) if role is Role.SERVING_OR_WARMUP else transition.phase
         assert phase is not None
         if phase is Phase.READY and run.ready_line is None:
-            run.ready_ts, run.ready_line = ts, line
+            run.ready_ts, run.ready_line = event.ts, event.line
         if role is Role.END:
-            if track.phase is None or phase.order > track.phase.order:
-                # entered before the log shows it: after the rank's last phase, or before the log starts
-                previous = track.spans[track.phase].end if track.phase is not None else None
-                self._enter(run, track, phase, role, previous, line)
-            track.close(phase, ts, line)
-            return
+            self._end(run, track, phase, event)
+        else:
+            self._evidence(run, track, phase, role, event)
+
+    def _close(self, run: Run, track: Track, event: ev.EventBase) -> None:
+        """Closes whatever phase the rank is in."""
+        if track.phase is None:
+            # the scheduler is ready: the log starts after its graphs (or its pool) were made
+            cuda_graph = not (run.server_args or {}).get("disable_cuda_graph")
+            self._enter(run, track, Phase.CUDA_GRAPH_CAPTURE if cuda_graph else Phase.MEMORY_POOL, Role.CLOSE, None, event.line)
+        track.close(track.phase, event.ts, event.line)
+
+    @staticmethod
+    def _serving_phase(run: Run, event: ev.EventBase) -> Phase:
+        """The warmup request is served too: it is warmup once the run's start-up was seen; the
+        warmup sends one request, so a second one is a client's (when the ready line is not in
+        the log: stdout alone)."""
+        furthest = run.furthest_phase()
+        posted = isinstance(event, ev.HttpAccess) and event.method == "POST"
+        second = posted and run.requests_posted > 0 and furthest is Phase.WARMUP
+        run.requests_posted += posted
+        return Phase.READY if furthest is None or second else Phase.WARMUP
+
+    def _end(self, run: Run, track: Track, phase: Phase, event: ev.EventBase) -> None:
         if track.phase is None or phase.order > track.phase.order:
-            self._enter(run, track, phase, role, ts, line)
+            # entered before the log shows it: after the rank's last phase, or before the log starts
+            previous = track.spans[track.phase].end if track.phase is not None else None
+            self._enter(run, track, phase, Role.END, previous, event.line)
+        track.close(phase, event.ts, event.line)
+
+    def _evidence(self, run: Run, track: Track, phase: Phase, role: Role, event: ev.EventBase) -> None:
+        if track.phase is None or phase.order > track.phase.order:
+            self._enter(run, track, phase, role, event.ts, event.line)
             if phase is Phase.READY:
-                track.close(phase, ts, line)  # ready is a moment
+                track.close(phase, event.ts, event.line)  # ready is a moment
         elif phase is track.phase and phase is not Phase.READY and role is not Role.WEAK:
             # another capture (piecewise, draft, prefill) or a second pool after the first ended:
             # the phase goes on until its last end marker (weak evidence is printed later too)

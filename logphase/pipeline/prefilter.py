@@ -10,6 +10,10 @@ counted in bulk. The few heads too short to have a useful literal (an NCCL host 
 letter) are checked at the start of each line by the run regex instead (``weak_heads``). Nothing is
 listed by hand: a new grammar rule brings its own literals, and tests/test_prefilter.py checks that
 every head yields some.
+
+This module is the analysis of patterns and the search; which heads and openers it is given is
+the bulk path's wiring (bulk.event_literals), so that classify and records can use it without
+a loop back to them.
 """
 
 from __future__ import annotations
@@ -17,7 +21,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Sequence
-from functools import cache
 from typing import Any
 
 try:  # Python 3.11+: the parser re itself uses (sre_parse warns there)
@@ -116,42 +119,50 @@ def _firsts(items: Sequence[Any]) -> tuple[set[str], bool] | None:
     """(what a match of the sequence ``items`` can start with, whether it can be empty)."""
     parts: set[str] = set()
     for op, av in items:
-        if op is _sre.LITERAL:
-            parts.add(re.escape(chr(av)))
-            return parts, False
-        if op is _sre.IN:
-            for kind, value in av:
-                if kind is _sre.LITERAL:
-                    parts.add(re.escape(chr(value)))
-                elif kind is _sre.RANGE:
-                    parts.add(f"{re.escape(chr(value[0]))}-{re.escape(chr(value[1]))}")
-                elif kind is _sre.CATEGORY and value in _CATEGORIES:
-                    parts.add(_CATEGORIES[value])
-                else:
-                    return None  # a negated class or category
-            return parts, False
         if op in (_sre.AT, _sre.ASSERT, _sre.ASSERT_NOT):
             continue  # zero-width: the match starts with what follows (an assertion only narrows it)
-        if op is _sre.SUBPATTERN:
-            if av[1] & re.IGNORECASE:
-                return None
-            inner = _firsts(list(av[-1]))
-        elif op is _sre.BRANCH:
-            branches = [_firsts(list(b)) for b in av[1]]
-            if any(b is None for b in branches):
-                return None
-            inner = (set().union(*(b[0] for b in branches if b)), any(b[1] for b in branches if b))
-        elif op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT):
-            body = _firsts(list(av[2]))
-            inner = None if body is None else (body[0], body[1] or av[0] == 0)
-        else:
-            return None  # any character, a group reference ...
+        inner = _item_firsts(op, av)
         if inner is None:
             return None
         parts |= inner[0]
         if not inner[1]:
             return parts, False
     return parts, True
+
+
+def _item_firsts(op: Any, av: Any) -> tuple[set[str], bool] | None:
+    """``_firsts`` of one item of a parsed pattern (not a zero-width one)."""
+    if op is _sre.LITERAL:
+        return {re.escape(chr(av))}, False
+    if op is _sre.IN:
+        found = _class_firsts(av)
+        return None if found is None else (found, False)
+    if op is _sre.SUBPATTERN:
+        return None if av[1] & re.IGNORECASE else _firsts(list(av[-1]))
+    if op is _sre.BRANCH:
+        branches = [_firsts(list(b)) for b in av[1]]
+        if any(b is None for b in branches):
+            return None
+        return set().union(*(b[0] for b in branches if b)), any(b[1] for b in branches if b)
+    if op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT):
+        body = _firsts(list(av[2]))
+        return None if body is None else (body[0], body[1] or av[0] == 0)
+    return None  # any character, a group reference ...
+
+
+def _class_firsts(items: Sequence[Any]) -> set[str] | None:
+    """The parts of a character class ``[...]``, or None for a negated class or category."""
+    parts: set[str] = set()
+    for kind, value in items:
+        if kind is _sre.LITERAL:
+            parts.add(re.escape(chr(value)))
+        elif kind is _sre.RANGE:
+            parts.add(f"{re.escape(chr(value[0]))}-{re.escape(chr(value[1]))}")
+        elif kind is _sre.CATEGORY and value in _CATEGORIES:
+            parts.add(_CATEGORIES[value])
+        else:
+            return None
+    return parts
 
 
 class LiteralFinder:
@@ -200,46 +211,6 @@ def _hyperscan_database(encoded: list[bytes]) -> Any:
     return db
 
 
-@cache
-def head_leads() -> frozenset[str]:
-    """What the dispatch heads start with, where that is literal: a line whose message starts so is
-    most likely an event, and is kept out of the bulk path's quiet runs (plain.bulk_runs) rather
-    than found in them and taken out one by one."""
-    from logphase.pipeline.classify import all_heads
-
-    leads: set[str] = set()
-    for head in all_heads():
-        leads |= leading_literals(head) or set()
-    return frozenset(lead for lead in leads if len(lead) >= MIN_LITERAL)
-
-
-@cache
-def event_literals() -> tuple[frozenset[str], tuple[str, ...]]:
-    """(the literals some event line must contain, the weak heads checked at a line's start),
-    from the dispatch heads, the SGLang heads searched anywhere and the record openers."""
-    from logphase.pipeline.classify import all_heads
-    from logphase.pipeline.grammars import terminal_pattern
-    from logphase.pipeline.records import OPENER_TERMINALS, OPENERS
-
-    literals: set[str] = set()
-    weak: list[str] = []
-    for head in all_heads():
-        found = literal_factors(head)
-        if found is None:
-            weak.append(head)
-        else:
-            literals |= found
-    for name in OPENER_TERMINALS:
-        found = literal_factors(terminal_pattern("traceback", name))
-        assert found is not None, f"record opener {name} has no literal to search for"
-        literals |= found
-    # what opens a record from a line without SGLang's prefix too (a frame, an exception line)
-    found = literal_factors(OPENERS.pattern)
-    assert found is not None, "the record openers have no literals to search for"
-    literals |= found
-    return frozenset(literals), tuple(weak)
-
-
 # Set to ``re`` to run the pre-filter's search with re even where Hyperscan is installed: the
 # benchmark's without-Hyperscan figures, and the tests that check both paths give the same reports.
 PREFILTER_ENV = "LOGPHASE_PREFILTER"
@@ -250,18 +221,10 @@ def hyperscan_wanted() -> bool:
     return os.environ.get(PREFILTER_ENV, "").strip().lower() != "re"
 
 
-@cache
-def event_finder() -> LiteralFinder:
-    return LiteralFinder(event_literals()[0], use_hyperscan=hyperscan_wanted())
-
-
 __all__ = [
     "PREFILTER_ENV",
     "LiteralFinder",
-    "event_finder",
-    "event_literals",
     "first_chars",
-    "head_leads",
     "hyperscan_wanted",
     "leading_literals",
     "literal_factors",

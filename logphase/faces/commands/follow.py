@@ -23,6 +23,7 @@ import argparse
 import os
 import stat
 import sys
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from logphase.faces.exit_codes import EXIT_INTERRUPTED, EXIT_TIMEOUT, OUTCOME_EXIT
@@ -31,6 +32,7 @@ from logphase.faces.options import add_color, add_expect_since, add_merge
 from logphase.pipeline.phases import Phase
 
 if TYPE_CHECKING:
+    from logphase.faces.follow import Follower, FollowOptions
     from logphase.faces.follow_records import FollowRecord
     from logphase.pipeline.report import Report
 
@@ -94,18 +96,42 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import orjson
+    options = follow_options(args)
+    if len(args.files) > 1 and not args.merge:
+        raise InputError("follow takes one log (several are the nodes of one deployment: add --merge)")
+    args.file = args.files[0] if args.files else "-"
+    for name in args.files:
+        refuse_what_is_no_log(name)
+    if args.merge:
+        from logphase.faces.commands.follow_merged import follow_merged
 
-    from logphase.faces.follow import Follower, FollowOptions, follow_file, follow_stream
-    from logphase.faces.follow_records import SummaryRecord, TimeoutRecord
-    from logphase.faces.text import render_text, use_color
+        return follow_merged(args, options)
+    current: list[Follower] = []
+    if args.metrics_port is not None:
+        _serve_metrics(args, current)
+    if args.file != "-":
+        from logphase.faces.follow import follow_file
+
+        if os.path.isdir(args.file):
+            raise InputError(f"{args.file}: is a directory, give a log file")
+        records = follow_file(args.file, options, on_follower=current.append)
+    else:
+        from logphase.faces.follow import follow_stream
+
+        records = follow_stream(sys.stdin.buffer, options, on_follower=current.append, check_head=refuse_stream_head)
+    return _print_records(args, records, current)
+
+
+def follow_options(args: argparse.Namespace) -> FollowOptions:
+    """The options of a follow, checked (a bad one is an InputError)."""
+    from logphase.faces.follow import FollowOptions
 
     check_since(args.since)
     if args.timeout is not None and args.timeout <= 0:
         raise InputError("--timeout must be a positive number of seconds")
     if args.stall_after is not None and args.stall_after <= 0:
         raise InputError("--stall-after must be a positive number of seconds")
-    options = FollowOptions(
+    return FollowOptions(
         # a metrics sidecar keeps serving after the verdict (and through later runs)
         until=args.until or ("eof" if args.metrics_port is not None else "outcome"),
         timeout=args.timeout,
@@ -114,49 +140,25 @@ def run(args: argparse.Namespace) -> int:
         since=args.since,
         exit_at_verdict=args.exit_at_verdict,
     )
-    if len(args.files) > 1 and not args.merge:
-        raise InputError("follow takes one log (several are the nodes of one deployment: add --merge)")
-    args.file = args.files[0] if args.files else "-"
-    for name in args.files:
-        refuse_what_is_no_log(name)
-    if args.merge:
-        from logphase.faces.follow_merged import follow_merged
 
-        return follow_merged(args, options)
-    current: list[Follower] = []
-    if args.metrics_port is not None:
-        from logphase.faces.metrics import serve
 
-        def latest() -> tuple[Report | None, float | None]:
-            return (current[-1].report, current[-1].last_input) if current else (None, None)
+def _serve_metrics(args: argparse.Namespace, current: list[Follower]) -> None:
+    """Prometheus metrics of the follower in use (the latest: a replaced file gets a new one)."""
+    from logphase.faces.metrics import serve
 
-        port = serve(args.metrics_port, latest, args.metrics_host)
-        sys.stderr.write(f"logphase: serving metrics on port {port} (/metrics)\n")
-        sys.stderr.flush()
-    if args.file != "-":
-        import os
+    def latest() -> tuple[Report | None, float | None]:
+        return (current[-1].report, current[-1].last_input) if current else (None, None)
 
-        if os.path.isdir(args.file):
-            raise InputError(f"{args.file}: is a directory, give a log file")
-        records = follow_file(args.file, options, on_follower=current.append)
-    else:
-        records = follow_stream(sys.stdin.buffer, options, on_follower=current.append, check_head=refuse_stream_head)
-    out = sys.stdout.buffer
-    color = use_color(sys.stdout, args.color)
+    port = serve(args.metrics_port, latest, args.metrics_host)
+    sys.stderr.write(f"logphase: serving metrics on port {port} (/metrics)\n")
+    sys.stderr.flush()
 
-    def write(record: FollowRecord) -> None:
-        if args.json:
-            out.write(orjson.dumps(record.model_dump(mode="json")) + b"\n")
-        elif isinstance(record, SummaryRecord | TimeoutRecord):
-            out.write(b"\n" + render_text(record.report, color).encode())
-            if isinstance(record, TimeoutRecord):
-                out.write(f"logphase: gave up after {args.timeout:g} s\n".encode())
-            elif current and (why := current[-1].exit_reason(record.exit_code)):
-                out.write(f"logphase: {why}\n".encode())
-        else:
-            out.write(_human(record).encode())
-        out.flush()
 
+def _print_records(args: argparse.Namespace, records: Iterable[FollowRecord], current: list[Follower]) -> int:
+    """Prints each record as it comes; returns the exit code (the summary's, or the timeout's)."""
+    from logphase.faces.follow_records import SummaryRecord, TimeoutRecord
+
+    write = _record_writer(args, current)
     code = OUTCOME_EXIT["starting"]
     try:
         for record in records:
@@ -175,9 +177,35 @@ def run(args: argparse.Namespace) -> int:
                 write(record)
             write(current[-1].summary(EXIT_INTERRUPTED))  # its exit code is the one returned
         sys.stderr.write("logphase: interrupted\n")
-        out.flush()
+        sys.stdout.buffer.flush()
         return EXIT_INTERRUPTED
     return code
+
+
+def _record_writer(args: argparse.Namespace, current: list[Follower]) -> Callable[[FollowRecord], None]:
+    """How a record is printed: a JSON line, or a line of text (the summary as parse's report)."""
+    import orjson
+
+    from logphase.faces.follow_records import SummaryRecord, TimeoutRecord, human_line
+    from logphase.faces.text import render_text, use_color
+
+    out = sys.stdout.buffer
+    color = use_color(sys.stdout, args.color)
+
+    def write(record: FollowRecord) -> None:
+        if args.json:
+            out.write(orjson.dumps(record.model_dump(mode="json")) + b"\n")
+        elif isinstance(record, SummaryRecord | TimeoutRecord):
+            out.write(b"\n" + render_text(record.report, color).encode())
+            if isinstance(record, TimeoutRecord):
+                out.write(f"logphase: gave up after {args.timeout:g} s\n".encode())
+            elif current and (why := current[-1].exit_reason(record.exit_code)):
+                out.write(f"logphase: {why}\n".encode())
+        else:
+            out.write(human_line(record).encode())
+        out.flush()
+
+    return write
 
 
 def refuse_what_is_no_log(name: str) -> None:
@@ -216,19 +244,3 @@ def refuse_stream_head(head: bytes, whole: bool) -> None:
         refuse_binary(head if whole else head[:-3], "<stdin>")
     except NotALog as exc:
         raise InputError(str(exc)) from None
-
-
-HUMAN_LABELS = {"failure": "FAILED", "run": "new run"}
-
-
-def _human(record: FollowRecord) -> str:
-    from logphase.faces.follow_records import FailureRecord
-
-    kind = record.kind
-    label = HUMAN_LABELS.get(kind, kind)
-    when = getattr(record, "ts", None) or ""
-    when = when.replace("T", " ") + "  " if when else ""
-    text = f"{when}{label:<8} {record.message}"
-    if isinstance(record, FailureRecord):
-        text += f"\n         hint: {record.failure.hint}"
-    return text + "\n"

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
+from logphase.errors import LogphaseError
 from logphase.pipeline.causes import Cause
 from logphase.pipeline.phases import PHASE_ORDER, Phase
 from logphase.pipeline.report import Report, normalize_expect
@@ -19,7 +20,7 @@ DEFAULT_SLACK_S = 1.0
 WantedOutcome = Literal["ready", "failed", "starting", "any"]
 
 
-class OracleError(ValueError):
+class OracleError(LogphaseError, ValueError):
     """Bad input to the oracle (unknown phase, bad number, not a report): not a violation."""
 
 

@@ -1,0 +1,554 @@
+#!/usr/bin/env python3
+"""How much of SGLang's start-up does logphase know: the catalogue against logphase's public API.
+
+For every release of the catalogue (``grammars/sglang/catalogue``, mined by ``mine_sglang.py``):
+
+* each *start-up message* (a message printed at the default log level -- ``info`` and above,
+  ``print``, ``tqdm`` -- by a function the start-up call graph places in a phase before
+  ``ready``) is rendered with plausible values (:func:`render`), put behind SGLang's line prefix
+  and read by ``logphase.parse_text``. It is *covered* when it gives an event that places the
+  line in the catalogued phase (an error line: a failure), or when ``grammars/sglang/noise.json`` lists it as noise with a
+  reason; *recognised* when it gives an event at all;
+* each ``raise`` on the start-up path is rendered as the traceback it ends with and is *mapped*
+  when the report names a cause more specific than ``python_exception``;
+* the start-up functions are those the call graph places in a start-up phase; they are *in the
+  frame table* when ``grammars/sglang/functions.json`` has them.
+
+    python scripts/knowledge.py            # prints the table
+    python scripts/knowledge.py --update   # rewrites docs/knowledge.md and the ratchet figures
+    python scripts/knowledge.py --gaps FILE  # the uncovered start-up messages, grouped, per era
+
+The ratchet (``grammars/sglang/catalogue/coverage.json``) holds the figures of the last
+``--update``; tests/test_knowledge_coverage.py fails when a release falls below them or the doc
+is not what this script writes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections import Counter
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CATALOGUE = ROOT / "grammars" / "sglang" / "catalogue"
+NOISE = ROOT / "grammars" / "sglang" / "noise.json"
+FUNCTIONS = ROOT / "grammars" / "sglang" / "functions.json"
+RATCHET = CATALOGUE / "coverage.json"
+DOC = ROOT / "docs" / "knowledge.md"
+
+START_UP_PHASES = ("launch", "distributed_init", "weight_loading", "memory_pool", "cuda_graph_capture", "warmup")
+PRINTED = ("info", "warning", "error", "exception", "critical", "print", "tqdm")
+STAMP = "2026-01-01 10:00:00"
+# the areas (mine_sglang.START_UP_FILES) whose lines the main process prints, without a rank tag
+SERVER_AREAS = {"launch", "server_args", "logging", "http", "entrypoints", "tokenizer", "warmup", "detokenizer"}
+GENERIC_CAUSES = {"python_exception", "unknown"}
+FAILING = ("error", "exception", "critical")
+
+
+# -- rendering -------------------------------------------------------------------------------------
+
+_LIST = re.compile(r"(?:^|_)(bs|bss|sizes|list|ids|ranks|devices|layers|shapes|paths|names|modules)(?:$|_)|batch_sizes|capture_bs")
+_FLOAT = re.compile(r"mem|gb\b|_gb|memory|usage|fraction|ratio|elapsed|latency|time|duration|seconds|_s\b|percent|util")
+_INT = re.compile(r"num|tokens|rank|port|count|len\(|size|max_|min_|_id\b|idx|tp|dp|pp|ep\b|world|step|code|pid|bs\b|gpu_id|layer|chunk|page|limit|capacity")
+_PATH = re.compile(r"path|model|dir|file|checkpoint|url|host")
+
+
+def value_for(expr: str, spec: str = "", after: str = "") -> str:
+    """A plausible value for a placeholder, from its format spec, its name and the text after it."""
+    # `procs[i].exitcode` reads as `procs.exitcode`, `graph_backend[device]` as `graph_backend`
+    e = re.sub(r"\[[^\[\]]*\]", "", expr).lower().strip()
+    if "traceback" in e:  # the traceback follows on the next lines
+        return "Traceback (most recent call last):"
+    if re.fullmatch(r"[ijkn]|idx|i \+ 1", e):
+        return "42"
+    if spec.rstrip().endswith(("f", "e", "%", "g")):
+        return "12.34"
+    if spec.rstrip().endswith(("d", "x")):
+        return "42"
+    if after.lstrip().startswith(("GB", "MB", "s ", "s,", "s.", "s)", "sec")) or (after.startswith("s") and not after[1:2].isalpha()):
+        return "12.34"
+    if _LIST.search(e):
+        return "[1, 2, 4, 8]"
+    if "dtype" in e:
+        return "torch.bfloat16"
+    if "graph" in e and "backend" in e:  # graph_backend[device]: "cuda graph", "npu graph"
+        return "cuda graph"
+    if "backend" in e:
+        return "flashinfer"
+    if _FLOAT.search(e):
+        return "12.34"
+    if _INT.search(e):
+        return "42"
+    if _PATH.search(e):
+        return "/models/Qwen2-7B-Instruct"
+    if re.search(r"\b(e|err|error|exc|ex)\b", e):
+        return "CUDA error: out of memory"
+    return "value"
+
+
+_FIELD = re.compile(r"\{\{|\}\}|\{([^{}]*(?:\{[^{}]*\}[^{}]*)*)\}")
+
+
+def _render_braces(template: str) -> str:
+    """f-string and str.format templates: {expr!r:spec} by a value, doubled braces by one."""
+
+    def sub(m: re.Match[str]) -> str:
+        if m.group(0) in ("{{", "}}"):
+            return m.group(0)[0]
+        inner = m.group(1) or ""
+        expr, _, spec = inner.partition(":") if not inner.startswith("[") else (inner, "", "")
+        expr = expr.split("!")[0]
+        after = template[m.end() : m.end() + 6]
+        return value_for(expr, spec, after)
+
+    return _FIELD.sub(sub, template)
+
+
+_PERCENT = re.compile(r"%%|%(?:\((\w+)\))?[-+ #0]*\d*(?:\.\d+)?([sdifrgexXc])")
+
+
+def _render_percent(template: str) -> str:
+    def sub(m: re.Match[str]) -> str:
+        if m.group(0) == "%%":
+            return "%"
+        conv = m.group(2)
+        if conv in "dix":
+            return "42"
+        if conv in "fge":
+            return "12.34"
+        return value_for(m.group(1) or "", "", template[m.end() : m.end() + 6])
+
+    return _PERCENT.sub(sub, template)
+
+
+def render(message: dict) -> str | None:
+    """The message as SGLang prints it with made-up values: its first non-empty line; None when the
+    whole message is a runtime value (format `expr`), which the source does not say."""
+    fmt, template = message["format"], message["template"]
+    if fmt == "expr":
+        return None
+    if fmt in ("fstring", "format"):
+        text = _render_braces(template)
+    elif fmt == "percent":
+        text = _render_percent(template)
+    else:
+        text = template
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    return lines[0] if lines else None
+
+
+def log_line(path: str, area: str, message: dict, text: str) -> str:
+    """The line in a log: SGLang's prefix (no rank tag for the main process), a bare print, a bar."""
+    if message["level"] == "print":
+        return text
+    if message["level"] == "tqdm":
+        return f"{text}: 100%|##########| 4/4 [00:05<00:00,  1.25s/it]"
+    tag = "" if area in SERVER_AREAS else " TP0"
+    return f"[{STAMP}{tag}] {text}"
+
+
+def traceback_of(path: str, message: dict, text: str | None) -> str:
+    """The traceback a `raise` ends with, as the process prints it."""
+    exc = message["exception"].split(".")[-1]
+    function = message["function"].split(".")[-1]
+    last = f"{exc}: {text}" if text else exc
+    return (
+        "Traceback (most recent call last):\n"
+        f'  File "/usr/local/lib/python3.11/site-packages/{path}", line {message["line"]}, in {function}\n'
+        f"    raise {exc}(...)\n"
+        f"{last}\n"
+    )
+
+
+# -- noise -----------------------------------------------------------------------------------------
+
+
+@cache
+def noise() -> dict:
+    return json.loads(NOISE.read_text())
+
+
+def noise_reason(message: dict) -> str | None:
+    """Why the message is deliberately not recognised, or None."""
+    data = noise()
+    for rule in data["rules"]:
+        if all(message.get(k) == v for k, v in rule["match"].items()):
+            return str(rule["reason"])
+    for entry in data["messages"]:
+        if message["template"].startswith(entry["template"]):
+            return str(entry["reason"])
+    return None
+
+
+def boundary_phase(message: dict) -> str | None:
+    """The phase a boundary line begins (noise.json `boundaries`: the warmup's last line begins
+    ready), or None."""
+    for entry in noise().get("boundaries", []):
+        if message["template"].startswith(entry["template"]):
+            return str(entry["phase"])
+    return None
+
+
+# -- measuring -------------------------------------------------------------------------------------
+
+
+@dataclass
+class Verdict:
+    kind: str  # covered (in its phase) | noise | other_phase | no_phase | unrecognised
+    phases: tuple[str, ...] = ()
+
+
+@cache
+def read_line(line: str) -> tuple[bool, tuple[str, ...], str | None]:
+    """(recognised, phases the report shows, failure cause) of a one-line log, by the public API."""
+    import logphase
+
+    report = logphase.parse_text(line + "\n")
+    phases = tuple(str(p.name) for p in report.phases)
+    cause = str(report.failure.cause) if report.failure is not None else None
+    if report.failure is not None and report.failure.phase is not None:
+        phases += (str(report.failure.phase),)
+    return report.lines.unrecognized == 0 and report.lines.events > 0, phases, cause
+
+
+@cache
+def read_traceback(text: str) -> str | None:
+    import logphase
+
+    report = logphase.parse_text(text)
+    return str(report.failure.cause) if report.failure is not None else None
+
+
+def judge(path: str, area: str, message: dict) -> Verdict:
+    reason = noise_reason(message)
+    if reason is not None:
+        return Verdict("noise")
+    text = render(message)
+    if text is None:
+        return Verdict("unrecognised")
+    recognised, phases, cause = read_line(log_line(path, area, message, text))
+    if not recognised:
+        return Verdict("unrecognised")
+    expected = boundary_phase(message) or message["phase"]
+    if expected in phases or (message.get("shared") and phases):
+        # (a shared helper's line is evidence of whichever phase calls it)
+        return Verdict("covered", phases)
+    if message["level"] in FAILING and cause is not None:
+        # an error line is a failure: its phase is where the rank was, which one line cannot show
+        return Verdict("covered", phases)
+    return Verdict("other_phase" if phases else "no_phase", phases)
+
+
+@dataclass
+class Release:
+    version: str
+    messages: Counter[str] = field(default_factory=Counter)
+    raises: Counter[str] = field(default_factory=Counter)
+    functions: int = 0
+    functions_in_table: int = 0
+    functions_placed: int = 0  # placed in their phase by logphase's frame reading today
+    misses: list[dict] = field(default_factory=list)
+    raise_misses: list[dict] = field(default_factory=list)
+
+    @property
+    def total(self) -> int:
+        return sum(self.messages.values())
+
+    @property
+    def covered(self) -> int:
+        return self.messages["covered"] + self.messages["noise"]
+
+    @property
+    def recognised(self) -> int:
+        return self.total - self.messages["unrecognised"]
+
+    def figures(self) -> dict[str, int]:
+        return {
+            "messages": self.total,
+            "covered": self.covered,
+            "recognised": self.recognised,
+            "noise": self.messages["noise"],
+            "raises": sum(self.raises.values()),
+            "raises_mapped": self.raises["mapped"],
+            "functions": self.functions,
+            "functions_in_table": self.functions_in_table,
+            "functions_placed": self.functions_placed,
+        }
+
+
+def versions() -> list[str]:
+    index = json.loads((CATALOGUE / "index.json").read_text())
+    return [e["version"] for e in index["releases"]]
+
+
+@cache
+def catalogue(version: str) -> dict:
+    return json.loads((CATALOGUE / f"{version}.json").read_text())
+
+
+@cache
+def frame_table() -> dict[str, dict]:
+    """functions.json flattened: '<wheel path>:<qualified name>' -> row."""
+    nested = json.loads(FUNCTIONS.read_text())["functions"]
+    return {f"{path}:{qual}": row for path, quals in nested.items() for qual, row in quals.items()}
+
+
+def placed(path: str, qual: str, phase: str) -> bool:
+    """Does logphase's frame reading put a traceback frame of this function in this phase?
+    (As a frame prints it: the function's own name and its file; a constructor as the class.)"""
+    from logphase.pipeline.functions import frame_floor, frame_phase
+
+    name = qual.split(".")[-1] if not qual.endswith(".__init__") else ".".join(qual.split(".")[-2:])
+    found = frame_phase(name, path) or frame_floor(name, path)
+    return found is not None and str(found) == phase
+
+
+def measure(version: str) -> Release:
+    rel = Release(version)
+    table = frame_table()
+    for path, f in catalogue(version)["files"].items():
+        for qual, e in f.get("phases", {}).items():
+            if e["phase"] in START_UP_PHASES:
+                rel.functions += 1
+                rel.functions_in_table += f"{path}:{qual}" in table
+                rel.functions_placed += placed(path, qual, e["phase"])
+        for m in f["messages"]:
+            if m.get("phase") not in START_UP_PHASES:
+                continue
+            if m["level"] == "raise":
+                text = render(m) if m["format"] != "none" else None
+                cause = read_traceback(traceback_of(path, m, text))
+                mapped = cause is not None and cause not in GENERIC_CAUSES
+                rel.raises["mapped" if mapped else "unmapped"] += 1
+                if not mapped:
+                    rel.raise_misses.append({**m, "file": path, "cause": cause})
+                continue
+            if m["level"] not in PRINTED:
+                continue
+            verdict = judge(path, f["area"], m)
+            rel.messages[verdict.kind] += 1
+            if verdict.kind not in ("covered", "noise"):
+                rel.misses.append({**m, "file": path, "verdict": verdict.kind, "seen_phases": list(verdict.phases)})
+    return rel
+
+
+# -- the doc ---------------------------------------------------------------------------------------
+
+
+def _pct(n: int, d: int) -> str:
+    return f"{100 * n / d:.1f} %" if d else "-"
+
+
+def table(releases: list[Release]) -> str:
+    rows = [
+        "| release | start-up messages covered | recognised at all | noise | raises mapped to a cause "
+        "| start-up functions in functions.json | placed by logphase's frames today |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in releases:
+        f = r.figures()
+        rows.append(
+            f"| {r.version} | {f['covered']}/{f['messages']} ({_pct(f['covered'], f['messages'])}) "
+            f"| {f['recognised']}/{f['messages']} ({_pct(f['recognised'], f['messages'])}) | {f['noise']} "
+            f"| {f['raises_mapped']}/{f['raises']} ({_pct(f['raises_mapped'], f['raises'])}) "
+            f"| {f['functions_in_table']}/{f['functions']} ({_pct(f['functions_in_table'], f['functions'])}) "
+            f"| {f['functions_placed']}/{f['functions']} ({_pct(f['functions_placed'], f['functions'])}) |"
+        )
+    return "\n".join(rows)
+
+
+DOC_HEAD = """# What logphase knows of SGLang, per release
+
+Generated by `python scripts/knowledge.py --update` from the catalogue mined out of the release
+wheels (`grammars/sglang/catalogue/`, `python scripts/mine_sglang.py`), the start-up frame table
+(`grammars/sglang/functions.json`, written by the same miner) and the noise list
+(`grammars/sglang/noise.json`). Do not edit by hand: `tests/test_knowledge_coverage.py` checks
+that this page is what the script writes, and that no release falls below the figures recorded
+in `grammars/sglang/catalogue/coverage.json` (the ratchet, rewritten by the same command).
+
+- **start-up messages**: the log calls, `print`s and `tqdm` bars a release prints at the default
+  log level (`info` and above) in a function that its start-up call graph places in a phase
+  before `ready` (launch, distributed init, weight loading, memory pool, CUDA graph capture,
+  warmup). `debug` lines are not counted (not printed by default).
+- **covered**: the message, rendered with plausible values behind SGLang's prefix
+  (`[2026-01-01 10:00:00 TP0] ...`) and read by `logphase.parse_text` (the public API only),
+  gives an event that places the line in the phase it is printed in; an `error` line counts when
+  it is read as a failure (its phase is where the rank was, which one line cannot show). Or
+  `noise.json` lists it, with the reason it says nothing about the phase. `noise.json`
+  `boundaries` name lines that begin the next phase (the warmup's last line begins ready); a
+  shared helper's line (`get_available_gpu_memory`'s) counts in any phase. The phase a line is
+  printed in is its function's, or a later one when an earlier line of the function called into
+  a later phase (`max_total_num_tokens=` comes after the model worker captured the graphs).
+  **recognised at all**: it gives an event, in any phase or none.
+- **raises mapped to a cause**: the `raise` statements of start-up functions, rendered as the
+  traceback they end with, for which the report names a cause more specific than
+  `python_exception`.
+- **start-up functions in functions.json**: functions the call graph places in a start-up
+  phase that `functions.json` (the frame table as data) lists; it lists every function the
+  call graph reaches, so this is 100 % by construction: the figure guards the regeneration. **placed by logphase's frames
+  today**: those whose traceback frame (function name and file, as a frame prints them)
+  logphase's frame reading puts in that phase now (`logphase/pipeline/functions.py`, written by
+  hand from three releases, until `functions.json` is wired in).
+
+Target (issue 20): at least 95 % of the start-up messages of every minor release from 0.3 on,
+and every raise that stops start-up mapped to a cause.
+
+"""
+
+DOC_TAIL = """
+## Regenerate
+
+    python scripts/mine_sglang.py          # wheels -> catalogue/<version>.json, index.json, functions.json
+    python scripts/knowledge.py --update   # catalogue + logphase -> this page and coverage.json
+
+The first needs the package index (`pip download sglang==X --no-deps`, cached in the
+git-ignored `scripts/.cache/`); the second reads only checked-in data and the installed
+`logphase`.
+"""
+
+
+def standing(releases: list[Release]) -> str:
+    """Where the releases from 0.3 on stand against the issue's targets."""
+    since = [r for r in releases if not r.version.startswith(("0.1.", "0.2."))]
+    below = [r for r in since if r.covered < 0.95 * r.total]
+    lowest = min(since, key=lambda r: r.covered / r.total if r.total else 1.0)
+    unmapped = [r for r in since if r.raises["unmapped"]]
+    lines = [
+        f"Releases from 0.3 on below 95 % of start-up messages covered: {len(below)} of {len(since)}"
+        f" (lowest: {lowest.version}, {_pct(lowest.covered, lowest.total)}).",
+        f"Releases from 0.3 on with start-up raises not mapped to a cause: {len(unmapped)} of {len(since)}.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def doc(releases: list[Release]) -> str:
+    return DOC_HEAD + "## Coverage\n\n" + table(releases) + "\n\n" + standing(releases) + DOC_TAIL
+
+
+def ratchet(releases: list[Release]) -> dict:
+    return {"schema": 1, "generator": "scripts/knowledge.py", "releases": {r.version: r.figures() for r in releases}}
+
+
+# -- the gaps, grouped for the grammar --------------------------------------------------------------
+
+def group_of(message: dict) -> str:
+    """The kind of rule that would cover a message: an error rule (a failure), evidence added to
+    a message logphase already reads, a bar, or a note of the phase it is printed in."""
+    phase = message["phase"]
+    if message["verdict"] in ("no_phase", "other_phase"):
+        return f"read already, without the evidence of {phase}: give its row that phase"
+    if message["level"] in FAILING:
+        return "error lines: an error rule (a failure; its phase comes from the rank's)"
+    if message["level"] == "tqdm":
+        return f"progress bars of {phase}: a bar description"
+    return f"notes of {phase}: a note rule with {phase} evidence"
+
+
+def group_order() -> list[str]:
+    out = [f"read already, without the evidence of {p}: give its row that phase" for p in START_UP_PHASES]
+    out += [f"notes of {p}: a note rule with {p} evidence" for p in START_UP_PHASES]
+    out += [f"progress bars of {p}: a bar description" for p in START_UP_PHASES]
+    return [*out, "error lines: an error rule (a failure; its phase comes from the rank's)"]
+
+
+def gaps(eras: list[tuple[str, list[Release]]]) -> str:
+    """The uncovered start-up messages of each era (a few releases), one row per message with
+    the releases of the era that print it, grouped by the kind of rule that would cover them."""
+    out = [
+        "# Start-up messages logphase does not place in their phase (issue 20, second wave)",
+        "",
+        "Generated by `python scripts/knowledge.py --gaps FILE` from the catalogue: for each era, the",
+        "catalogued start-up messages (info and above, print, tqdm, in a function of a start-up phase)",
+        "that logphase does not cover, one row per message (`releases`: those of the era that print",
+        "it), grouped by the kind of rule that would cover them. `phase`: the phase the line",
+        "is printed in (its function's, from the call graph). `verdict`: `unrecognised` (no event),",
+        "`no_phase` (an event without phase evidence), `other_phase` (evidence of another phase: `seen`).",
+        "Then the start-up raises the report names no specific cause for, by exception class.",
+        "",
+    ]
+    for title, releases in eras:
+        merged: dict[tuple[str, str, str, str], dict] = {}
+        for r in releases:
+            for m in r.misses:
+                row = merged.setdefault((m["template"], m["function"], m["file"], m["level"]), {**m, "releases": []})
+                row["releases"].append(r.version)
+        totals = ", ".join(f"{r.version} {len(r.misses)}/{r.total}" for r in releases)
+        out += [f"## {title}: not covered ({totals}); {len(merged)} distinct messages", ""]
+        by_group: dict[str, list[dict]] = {}
+        for m in merged.values():
+            by_group.setdefault(group_of(m), []).append(m)
+        for name in group_order():
+            items = by_group.get(name, [])
+            if items:
+                out += _gap_table(name, items, len(releases))
+        for r in releases:
+            out += _raise_gaps(r)
+    return "\n".join(out) + "\n"
+
+
+def _gap_table(name: str, items: list[dict], n_releases: int) -> list[str]:
+    out = [f"### {name}: {len(items)}", "", "| template | level | function | file | phase | verdict | releases |", "|---|---|---|---|---|---|---|"]
+    for m in sorted(items, key=lambda m: (START_UP_PHASES.index(m["phase"]), m["file"], m["line"])):
+        t = m["template"].replace("|", "\\|").replace("\n", "\\n")
+        if len(t) > 160:
+            t = t[:157] + "..."
+        seen = f" (seen: {', '.join(m['seen_phases'])})" if m["seen_phases"] else ""
+        releases = "all" if len(m["releases"]) == n_releases else ", ".join(m["releases"])
+        out.append(
+            f"| `{t}` | {m['level']} | {m['function']} | {m['file'].removeprefix('sglang/srt/')} "
+            f"| {m['phase']} | {m['verdict']}{seen} | {releases} |"
+        )
+    out.append("")
+    return out
+
+
+def _raise_gaps(r: Release) -> list[str]:
+    """The start-up raises the report names no specific cause for, by exception class."""
+    by_exc: dict[str, list[dict]] = {}
+    for m in r.raise_misses:
+        by_exc.setdefault(m["exception"].split(".")[-1], []).append(m)
+    total = sum(r.raises.values())
+    out = [f"### {r.version}: raises on the start-up path without a specific cause: {len(r.raise_misses)} of {total}", ""]
+    out.append("| exception | count | phases | examples (template, function) |")
+    out.append("|---|---|---|---|")
+    for exc, items in sorted(by_exc.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        phases = ", ".join(f"{p} {n}" for p, n in Counter(m["phase"] for m in items).most_common())
+        examples = "; ".join(
+            f"`{m['template'][:70].replace('|', '/').replace(chr(10), ' ')}` ({m['function']})" for m in items[:3]
+        )
+        out.append(f"| {exc} | {len(items)} | {phases} | {examples} |")
+    out.append("")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--update", action="store_true", help="rewrite docs/knowledge.md and the ratchet figures")
+    ap.add_argument("--gaps", type=Path, help="write the uncovered start-up messages, grouped, to this file")
+    ap.add_argument(
+        "--era", nargs="+", action="append", metavar="RELEASE",
+        help="releases of one era for --gaps (repeatable; default: the newest three, then 0.3-0.4)",
+    )
+    args = ap.parse_args(argv)
+    releases = [measure(v) for v in versions()]
+    if args.update:
+        DOC.write_text(doc(releases))
+        RATCHET.write_text(json.dumps(ratchet(releases), indent=1, sort_keys=True) + "\n")
+    if args.gaps:
+        by_version = {r.version: r for r in releases}
+        eras = args.era or [
+            [r.version for r in releases[-3:]],
+            [r.version for r in releases if r.version.startswith(("0.3.", "0.4."))],
+        ]
+        args.gaps.write_text(gaps([(f"{era[0]} ... {era[-1]}", [by_version[v] for v in era]) for era in eras]))
+    print(table(releases))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

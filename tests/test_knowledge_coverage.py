@@ -1,0 +1,193 @@
+"""What logphase knows of each SGLang release, measured on the catalogue (issue 20 point 2).
+
+scripts/knowledge.py renders every catalogued start-up message with plausible values and reads it
+with logphase's public API (``logphase.parse_text``); these tests hold the figures it measures to
+the ratchet recorded in grammars/sglang/catalogue/coverage.json (coverage may rise, never fall),
+check that docs/knowledge.md is what the script writes, that the noise list is sound, and that the
+hand-written frame table (logphase/pipeline/functions.py) agrees with the frame table mined from
+the start-up call graph (grammars/sglang/functions.json).
+
+After adding grammar rules: ``python scripts/knowledge.py --update`` (rewrites the doc and the
+ratchet).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from functools import cache
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from logphase.pipeline.functions import SERVER_FUNCTIONS
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _script(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+K = _script("knowledge")
+VERSIONS = K.versions()
+RATCHET = json.loads(K.RATCHET.read_text())["releases"]
+
+
+@cache
+def measured(version: str):  # type: ignore[no-untyped-def]
+    return K.measure(version)
+
+
+# -- the ratchet -----------------------------------------------------------------------------------
+
+
+def test_the_ratchet_covers_every_release() -> None:
+    assert sorted(RATCHET) == sorted(VERSIONS)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_coverage_does_not_drop(version: str) -> None:
+    now, then = measured(version).figures(), RATCHET[version]
+    # the same catalogue: the same messages, raises and functions are counted
+    for total in ("messages", "raises", "functions"):
+        assert now[total] == then[total], f"{version}: {total} changed; regenerate with scripts/knowledge.py --update"
+    for share in ("covered", "recognised", "raises_mapped", "functions_in_table", "functions_placed"):
+        assert now[share] >= then[share], (
+            f"{version}: {share} fell from {then[share]} to {now[share]}; "
+            f"not covered now: {[m['template'][:60] for m in measured(version).misses][:20]}"
+        )
+
+
+def test_the_doc_is_up_to_date() -> None:
+    expected = K.doc([measured(v) for v in VERSIONS])
+    assert K.DOC.read_text() == expected, "docs/knowledge.md is stale: python scripts/knowledge.py --update"
+
+
+def test_the_markers_of_every_release_are_covered() -> None:
+    """Lines logphase reads today are measured as covered: the measure itself can fail."""
+    for version in VERSIONS:
+        covered = {m["template"] for m in measured(version).misses}
+        for path, f in K.catalogue(version)["files"].items():
+            for m in f["messages"]:
+                if m["template"].startswith(("Load weight begin.", "Memory pool end.")) and m["level"] == "info":
+                    assert m["template"] not in covered, (version, path, m["template"])
+                    assert m["phase"] in ("weight_loading", "memory_pool"), (version, m)
+
+
+# -- the measure -----------------------------------------------------------------------------------
+
+
+def test_render_fills_placeholders_with_plausible_values() -> None:
+    m = {"format": "fstring", "template": "Load weight end. elapsed={time.perf_counter() - tic:.2f} s, mem usage={x} GB, bs={capture_bs}"}
+    assert K.render(m) == "Load weight end. elapsed=12.34 s, mem usage=12.34 GB, bs=[1, 2, 4, 8]"
+    assert K.render({"format": "percent", "template": "tp_rank=%d avail=%.2f GB %s 100%%"}) == "tp_rank=42 avail=12.34 GB value 100%"
+    assert K.render({"format": "format", "template": "{} tokens, {{literal}}"}) == "value tokens, {literal}"
+    assert K.render({"format": "expr", "template": "{msg}"}) is None
+    assert K.render({"format": "plain", "template": "\nfirst line\nsecond"}) == "first line"
+
+
+def test_a_line_no_grammar_reads_is_not_covered() -> None:
+    made_up = {"format": "plain", "template": "Zorglub frobnicated the quux.", "level": "info", "phase": "launch"}
+    assert K.judge("sglang/srt/managers/scheduler.py", "scheduler", made_up).kind == "unrecognised"
+    known = {"format": "plain", "template": "Load weight begin. avail mem=12.34 GB", "level": "info", "phase": "weight_loading"}
+    assert K.judge("sglang/srt/model_executor/model_runner.py", "model_runner", known).kind == "covered"
+    elsewhere = dict(known, phase="memory_pool")
+    assert K.judge("sglang/srt/model_executor/model_runner.py", "model_runner", elsewhere).kind == "other_phase"
+
+
+def test_a_raise_is_mapped_only_to_a_specific_cause() -> None:
+    oom = {"exception": "RuntimeError", "function": "ModelRunner.init_memory_pool", "line": 1}
+    text = K.traceback_of("sglang/srt/model_executor/model_runner.py", oom, "Not enough memory. Please try to increase --mem-fraction-static.")
+    assert K.read_traceback(text) not in K.GENERIC_CAUSES
+    other = K.traceback_of("sglang/srt/server_args.py", {"exception": "ValueError", "function": "check", "line": 1}, "Zorglub")
+    assert K.read_traceback(other) in K.GENERIC_CAUSES
+
+
+# -- the noise list --------------------------------------------------------------------------------
+
+
+def test_every_noise_entry_has_a_reason_and_matches_something() -> None:
+    data = json.loads(K.NOISE.read_text())
+    for rule in data["rules"]:
+        assert rule["reason"].strip() and rule["match"]
+    everything = [m for v in VERSIONS for f in K.catalogue(v)["files"].values() for m in f["messages"]]
+    for entry in data["messages"]:
+        assert len(entry["reason"].strip()) > 10, entry
+        assert any(m["template"].startswith(entry["template"]) for m in everything), f"stale noise entry: {entry['template']!r}"
+    for entry in data.get("boundaries", []):
+        assert entry["phase"] in (*K.START_UP_PHASES, "ready") and len(entry["reason"].strip()) > 10, entry
+        assert any(m["template"].startswith(entry["template"]) for m in everything), f"stale boundary: {entry['template']!r}"
+
+
+# -- the frame table -------------------------------------------------------------------------------
+
+# Rows of logphase/pipeline/functions.py whose phase the mined call graph does not confirm (or
+# whose function is not in the start-up files the miner reads), and why.
+OUTSIDE = "not in SGLang's start-up files (torch, huggingface_hub, model files): the miner does not read it"
+KNOWN_DISAGREEMENTS: dict[str, str] = {
+    "init_process_group": OUTSIDE,
+    "_new_process_group_helper": OUTSIDE,
+    "_create_c10d_store": OUTSIDE,
+    "_tcp_rendezvous_handler": OUTSIDE,
+    "_env_rendezvous_handler": OUTSIDE,
+    "snapshot_download": OUTSIDE,
+    "weight_loader": OUTSIDE + " (the layers' weight loaders live in sglang/srt/layers)",
+    "_weight_loader_impl": OUTSIDE + " (layers)",
+    "_weight_loader_physical": OUTSIDE + " (layers)",
+    "load_weights": OUTSIDE + " (each model's load_weights is in sglang/srt/models)",
+    "init_forward_metadata_capture_cuda_graph": OUTSIDE + " (the attention backends)",
+    # a constructor the releases mined do not define (KVCacheConfigurator takes object's)
+    "__init__@kv_cache_configurator.py": "no release mined defines KVCacheConfigurator.__init__",
+}
+
+
+@cache
+def mined_by_name() -> dict[str, list[tuple[str, str, str]]]:
+    """function name -> (file name, qualified name, phase) of functions.json."""
+    table = K.frame_table()
+    out: dict[str, list[tuple[str, str, str]]] = {}
+    for key, row in table.items():
+        path, _, qual = key.partition(":")
+        out.setdefault(qual.split(".")[-1], []).append((path.rsplit("/", 1)[-1], qual, row["phase"]))
+    return out
+
+
+def _hand_row_phases(name: str, file: str | None, cls: str | None) -> set[str]:
+    found = mined_by_name().get(name, [])
+    if file is not None:
+        found = [f for f in found if f[0] == file]
+    if cls is not None:
+        found = [f for f in found if f[1].split(".")[-2:-1] == [cls]]
+    return {f[2] for f in found}
+
+
+@pytest.mark.parametrize("row", SERVER_FUNCTIONS, ids=lambda r: f"{r.name}@{r.file or '*'}{'/' + r.cls if r.cls else ''}")
+def test_hand_table_row_is_in_the_mined_table(row) -> None:  # type: ignore[no-untyped-def]
+    phases = _hand_row_phases(row.name, row.file, row.cls)
+    if row.name in KNOWN_DISAGREEMENTS or f"{row.name}@{row.file}" in KNOWN_DISAGREEMENTS:
+        # a listed disagreement that went away must leave the list
+        assert row.phase.value not in phases, f"{row.name}: agrees now; remove it from KNOWN_DISAGREEMENTS"
+        return
+    assert phases, f"{row.name} ({row.file or 'any file'}): not in grammars/sglang/functions.json"
+    assert row.phase.value in phases, f"{row.name}: hand table says {row.phase.value}, the call graph {sorted(phases)}"
+
+
+def test_mined_table_rows_are_well_formed() -> None:
+    data = json.loads((ROOT / "grammars" / "sglang" / "functions.json").read_text())
+    versions = data["releases"]
+    assert versions == VERSIONS
+    for key, row in K.frame_table().items():
+        path, _, qual = key.partition(":")
+        assert path.startswith("sglang/") and path.endswith(".py") and qual, key
+        assert row["phase"] in (*K.START_UP_PHASES, "ready"), key
+        assert versions.index(row["first"]) <= versions.index(row["last"]), key
+        for v, phase in row.get("changes", []):
+            assert v in versions and phase in (*K.START_UP_PHASES, "ready"), key
