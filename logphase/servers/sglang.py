@@ -5,8 +5,11 @@ about where it struck), and the advice that names SGLang's flags.
 
 from __future__ import annotations
 
+import json
+
 from logphase.pipeline import builders as b
 from logphase.pipeline import events as ev
+from logphase.pipeline.grammars import grammar_dir
 from logphase.pipeline.phases import Phase, Transition
 from logphase.pipeline.phases import Role as PhaseRole
 from logphase.pipeline.values import gigabytes, integer, number
@@ -594,6 +597,53 @@ FUNCTIONS: tuple[ServerFunction, ...] = (
     ServerFunction("<module>", _LAUNCH, "launch_server.py"),
 )
 
+def _mined_functions(hand: tuple[ServerFunction, ...]) -> tuple[ServerFunction, ...]:
+    """The frame table mined from the call graphs of 14 releases (grammars/sglang/functions.json,
+    written by scripts/mine_sglang.py), under the hand rows above, which win: a mined function is
+    left out when a hand row names it (by name for a row of any file, by name and file, or its
+    class). Left out too, as no evidence: a function reached from several phases ("also", "tied": a
+    helper whose phase is its caller's), one whose phase changed between releases ("changes"), and
+    a name that two files of the same name (or two classes of one file) place in different phases.
+    A function that runs through later phases ("spans", "until": Scheduler.__init__, ModelRunner.
+    __init__) is a lower bound only (an ``onward`` row), and the methods such a constructor gives its
+    own phase (launch) are left out: it calls them in any phase."""
+    data = json.loads((grammar_dir() / "sglang" / "functions.json").read_text(encoding="utf-8"))
+    any_file = {f.name for f in hand if f.file is None}
+    by_file = {(f.name, f.file) for f in hand}
+    classes = {f.cls for f in hand if f.cls is not None}
+    # a constructor that runs through later phases (ModelRunner's, the Scheduler's) calls its methods
+    # in every one of them: the call graph gives them the constructor's phase, launch, whenever they run
+    spanning = {
+        q.rpartition(".")[0]
+        for functions in data["functions"].values()
+        for q, row in functions.items()
+        if q.endswith(".__init__") and {"spans", "until"} & row.keys()
+    }
+    found: dict[tuple[str, str], set[tuple[Phase, bool]]] = {}
+    owners: dict[tuple[str, str], set[str | None]] = {}
+    for path, functions in data["functions"].items():
+        file = path.rsplit("/", 1)[-1]
+        for qualified, row in functions.items():
+            if {"also", "tied", "changes"} & row.keys():
+                continue
+            owner, _, name = qualified.rpartition(".")
+            if owner in spanning and row["phase"] == Phase.LAUNCH.value and name != "__init__":
+                continue
+            cls = owner.rsplit(".", 1)[-1] if name == "__init__" and owner else None
+            if name in any_file or (name, file) in by_file or cls in classes:
+                continue
+            found.setdefault((name, file), set()).add((Phase(row["phase"]), bool({"spans", "until"} & row.keys())))
+            owners.setdefault((name, file), set()).add(cls)
+    rows: list[ServerFunction] = []
+    for (name, file), phases in sorted(found.items()):
+        if len(phases) != 1 or (name == "__init__" and None in owners[(name, file)]):
+            continue
+        ((phase, onward),) = phases
+        cls = sorted(c for c in owners[(name, file)] if c is not None)
+        rows.append(ServerFunction(name, phase, file, cls[0] if len(cls) == 1 else None, onward=onward))
+    return tuple(r for r in rows if r.name != "__init__" or r.cls is not None)
+
+
 PACK = Pack(
     name="sglang",
     display_name="SGLang",
@@ -601,7 +651,7 @@ PACK = Pack(
     error_grammars=("sglang_errors",),
     messages=MESSAGES,
     signatures=SIGNATURES,
-    functions=FUNCTIONS,
+    functions=FUNCTIONS + _mined_functions(FUNCTIONS),
     hints=HINTS,
     hint_settings={"mfs": "mem_fraction_static", "max_bs": "cuda_graph_max_bs", "port": "port"},
     launchers=("launch_server",),
