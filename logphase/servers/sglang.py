@@ -223,11 +223,18 @@ MESSAGES: dict[str, Message] = {
     "lora_backend": Message("sglang", b.with_message(ev.StartupNote), t(W, EVIDENCE), scheduler=True),
     "lora_adapter_loading": Message("sglang", b.with_message(ev.StartupNote), t(W, EVIDENCE), scheduler=True),
     "lora_manager_ready": Message("sglang", b.with_message(ev.StartupNote), t(W, EVIDENCE), scheduler=True),
-    "mla_optimization": Message("sglang", b.with_message(ev.StartupNote), t(D, WEAK), scheduler=True),
+    "mla_optimization": Message("sglang", b.with_message(ev.StartupNote), _LAUNCH_LEVEL),
     # the main process reads the chat template while the schedulers start: says no phase
     "chat_template_default": Message("sglang", b.with_message(ev.StartupNote)),
     "vllm_nccl_library": Message("sglang", b.with_message(ev.StartupNote), t(D, WEAK), scheduler=True),
     "p2p_access_cache": Message("sglang", b.with_message(ev.StartupNote), t(D, WEAK), scheduler=True),
+    # notes printed in passing, by the phase that prints them (sglang.lark)
+    "launch_note": Message("sglang", b.with_message(ev.StartupNote), _LAUNCH_LEVEL),
+    "scheduler_launch_note": Message("sglang", b.with_message(ev.StartupNote), _LAUNCH_LEVEL),
+    "dist_init_note": Message("sglang", b.with_message(ev.StartupNote), t(D, WEAK), scheduler=True),
+    "weight_loading_note": Message("sglang", b.with_message(ev.StartupNote), t(W, EVIDENCE), scheduler=True),
+    "memory_pool_note": Message("sglang", b.with_message(ev.StartupNote), t(M, WEAK), scheduler=True),
+    "capture_note": Message("sglang", b.with_message(ev.StartupNote), t(C, EVIDENCE), scheduler=True),
     # a request's fate while serving: noise of the ready phase, never a failure (decode retraction
     # comes from decode steps only, never from the warmup's short request)
     "request_retraction": Message("sglang", b.with_message(ev.StartupNote), _SERVING_NOTE),
