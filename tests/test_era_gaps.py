@@ -100,3 +100,29 @@ def test_a_launch_error_that_quotes_a_childs_traceback_is_one_record() -> None:
     assert [c.message for c in failure.consequences] == ["RuntimeError: Initialization failed. controller_init_state"]
     # the port taken in distributed init is the store's, not the HTTP port
     assert failure.phase == "distributed_init" and "--nccl-port" in (failure.hint or "")
+
+
+def _window(*frames: tuple[str, str]) -> str | None:
+    lines = []
+    for path, function in frames:
+        lines += [f'  File "/sgl-workspace/sglang/python/sglang/srt/{path}", line 10, in {function}', "    x()"]
+    report = parse_bytes(_log(*lines, "RuntimeError: something broke here"))
+    return None if report.failure is None else str(report.failure.phase)
+
+
+def test_frames_known_only_to_the_mined_table_place_a_window() -> None:
+    # KVCacheConfigurator's own pool builders (0.5.19+) are not in the hand table
+    assert _window(("managers/scheduler.py", "run_scheduler_process"), ("mem_cache/pool_configurator.py", "align_page_size")) == (
+        "memory_pool"
+    )
+
+
+def test_a_hand_known_frame_decides_before_an_inner_mined_helper() -> None:
+    # pynccl's all_reduce is placed in distributed init by the call graph, but capture calls it too
+    assert (
+        _window(
+            ("model_executor/cuda_graph_runner.py", "capture_one_batch_size"),
+            ("distributed/device_communicators/pynccl.py", "all_reduce"),
+        )
+        == "cuda_graph_capture"
+    )

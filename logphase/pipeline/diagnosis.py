@@ -58,11 +58,14 @@ _THREAD_HEADER = re.compile(terminal_pattern("traceback", "THREAD_EXCEPTION"))
 
 def frames_phase(frames: list[ev.Frame]) -> Phase | None:
     """The phase of the innermost frame whose function the table of the server's functions knows
-    (``functions.SERVER_FUNCTIONS``): the phase the traceback struck in, even without phase markers."""
-    for frame in reversed(frames):
-        phase = frame_phase(frame.function, frame.path)
-        if phase is not None:
-            return phase
+    (``functions.SERVER_FUNCTIONS``): the phase the traceback struck in, even without phase markers.
+    The hand rows first, over all frames; then the rows mined from the call graphs (a collective
+    helper the graph places in one phase runs in every phase: an outer hand-known frame decides)."""
+    for mined in (False, True):
+        for frame in reversed(frames):
+            phase = frame_phase(frame.function, frame.path, mined)
+            if phase is not None:
+                return phase
     return None
 
 

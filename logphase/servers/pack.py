@@ -102,6 +102,9 @@ class ServerFunction(NamedTuple):
     # the function runs this phase and the ones after it (ModelRunner.initialize loads the weights,
     # then makes the pools and the graphs): a frame in it is only a lower bound of the phase
     onward: bool = False
+    # mined from the releases' call graphs (grammars/sglang/functions.json), not read by hand: a
+    # frame of a hand row decides before any mined one (a mined row may be a helper of every phase)
+    mined: bool = False
 
 
 @dataclass(frozen=True)

@@ -608,12 +608,12 @@ def _mined_functions(hand: tuple[ServerFunction, ...]) -> tuple[ServerFunction, 
     """The frame table mined from the call graphs of 14 releases (grammars/sglang/functions.json,
     written by scripts/mine_sglang.py), under the hand rows above, which win: a mined function is
     left out when a hand row names it (by name for a row of any file, by name and file, or its
-    class). Left out too, as no evidence: a function reached from several phases ("also", "tied": a
-    helper whose phase is its caller's), one whose phase changed between releases ("changes"), and
-    a name that two files of the same name (or two classes of one file) place in different phases.
-    A function that runs through later phases ("spans", "until": Scheduler.__init__, ModelRunner.
-    __init__) is a lower bound only (an ``onward`` row), and the methods such a constructor gives its
-    own phase (launch) are left out: it calls them in any phase."""
+    class), and a frame of a hand row decides before any mined one (pipeline/functions.py). Left
+    out too, as no evidence: a function reached from several phases ("also", "tied": a helper whose
+    phase is its caller's), one whose phase changed between releases ("changes"), one that runs
+    through later phases ("spans", "until": Scheduler.__init__, ModelRunner.__init__), a name that
+    two files of the same name (or two classes of one file) place in different phases, and the
+    methods a constructor of that kind gives its own phase (launch): it calls them in any phase."""
     data = json.loads((grammar_dir() / "sglang" / "functions.json").read_text(encoding="utf-8"))
     any_file = {f.name for f in hand if f.file is None}
     by_file = {(f.name, f.file) for f in hand}
@@ -626,12 +626,12 @@ def _mined_functions(hand: tuple[ServerFunction, ...]) -> tuple[ServerFunction, 
         for q, row in functions.items()
         if q.endswith(".__init__") and {"spans", "until"} & row.keys()
     }
-    found: dict[tuple[str, str], set[tuple[Phase, bool]]] = {}
+    found: dict[tuple[str, str], set[Phase]] = {}
     owners: dict[tuple[str, str], set[str | None]] = {}
     for path, functions in data["functions"].items():
         file = path.rsplit("/", 1)[-1]
         for qualified, row in functions.items():
-            if {"also", "tied", "changes"} & row.keys():
+            if {"also", "tied", "changes", "spans", "until"} & row.keys():
                 continue
             owner, _, name = qualified.rpartition(".")
             if owner in spanning and row["phase"] == Phase.LAUNCH.value and name != "__init__":
@@ -639,15 +639,15 @@ def _mined_functions(hand: tuple[ServerFunction, ...]) -> tuple[ServerFunction, 
             cls = owner.rsplit(".", 1)[-1] if name == "__init__" and owner else None
             if name in any_file or (name, file) in by_file or cls in classes:
                 continue
-            found.setdefault((name, file), set()).add((Phase(row["phase"]), bool({"spans", "until"} & row.keys())))
+            found.setdefault((name, file), set()).add(Phase(row["phase"]))
             owners.setdefault((name, file), set()).add(cls)
     rows: list[ServerFunction] = []
     for (name, file), phases in sorted(found.items()):
         if len(phases) != 1 or (name == "__init__" and None in owners[(name, file)]):
             continue
-        ((phase, onward),) = phases
+        (phase,) = phases
         cls = sorted(c for c in owners[(name, file)] if c is not None)
-        rows.append(ServerFunction(name, phase, file, cls[0] if len(cls) == 1 else None, onward=onward))
+        rows.append(ServerFunction(name, phase, file, cls[0] if len(cls) == 1 else None, mined=True))
     return tuple(r for r in rows if r.name != "__init__" or r.cls is not None)
 
 
