@@ -61,11 +61,17 @@ def frames_phase(frames: list[ev.Frame]) -> Phase | None:
     (``functions.SERVER_FUNCTIONS``): the phase the traceback struck in, even without phase markers.
     The hand rows first, over all frames; then the rows mined from the call graphs (a collective
     helper the graph places in one phase runs in every phase: an outer hand-known frame decides)."""
-    for mined in (False, True):
-        for frame in reversed(frames):
-            phase = frame_phase(frame.function, frame.path, mined)
-            if phase is not None:
-                return phase
+    for frame in reversed(frames):
+        phase = frame_phase(frame.function, frame.path, False)
+        if phase is not None:
+            return phase
+    # only inside the innermost frame that runs several phases (ModelRunner.initialize): a mined
+    # frame outside it is earlier than where the traceback struck
+    inner = next((i for i in range(len(frames) - 1, -1, -1) if frame_floor(frames[i].function, frames[i].path)), -1)
+    for frame in reversed(frames[inner + 1 :]):
+        phase = frame_phase(frame.function, frame.path, True)
+        if phase is not None:
+            return phase
     return None
 
 

@@ -612,8 +612,9 @@ def _mined_functions(hand: tuple[ServerFunction, ...]) -> tuple[ServerFunction, 
     out too, as no evidence: a function reached from several phases ("also", "tied": a helper whose
     phase is its caller's), one whose phase changed between releases ("changes"), one that runs
     through later phases ("spans", "until": Scheduler.__init__, ModelRunner.__init__), a name that
-    two files of the same name (or two classes of one file) place in different phases, and the
-    methods a constructor of that kind gives its own phase (launch): it calls them in any phase."""
+    two files of the same name (or two classes of one file) place in different phases, the
+    methods a constructor of that kind gives its own phase (launch): it calls them in any phase,
+    and any constructor the graph places at launch (a worker built at launch runs the later phases)."""
     data = json.loads((grammar_dir() / "sglang" / "functions.json").read_text(encoding="utf-8"))
     any_file = {f.name for f in hand if f.file is None}
     by_file = {(f.name, f.file) for f in hand}
@@ -634,8 +635,8 @@ def _mined_functions(hand: tuple[ServerFunction, ...]) -> tuple[ServerFunction, 
             if {"also", "tied", "changes", "spans", "until"} & row.keys():
                 continue
             owner, _, name = qualified.rpartition(".")
-            if owner in spanning and row["phase"] == Phase.LAUNCH.value and name != "__init__":
-                continue
+            if row["phase"] == Phase.LAUNCH.value and (owner in spanning or name == "__init__"):
+                continue  # a constructor built at launch may run later phases: the call graph cannot tell
             cls = owner.rsplit(".", 1)[-1] if name == "__init__" and owner else None
             if name in any_file or (name, file) in by_file or cls in classes:
                 continue
