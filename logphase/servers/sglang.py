@@ -604,52 +604,59 @@ FUNCTIONS: tuple[ServerFunction, ...] = (
     ServerFunction("<module>", _LAUNCH, "launch_server.py"),
 )
 
+# what makes a mined function no evidence (functions.json's flags): reached from several phases
+# ("also", "tied": a helper whose phase is its caller's), placed differently by different releases
+# ("changes"), running through later phases ("spans", "until": Scheduler.__init__)
+_NO_EVIDENCE = frozenset({"also", "tied", "changes", "spans", "until"})
+_MinedRows = dict[tuple[str, str], set[tuple[Phase, str | None]]]
+
+
+def _spanning_classes(functions: dict[str, dict[str, dict[str, object]]]) -> set[str]:
+    """Classes whose constructor runs through later phases (ModelRunner's, the Scheduler's): the
+    call graph gives their methods the constructor's phase, launch, whenever they run."""
+    return {
+        q.rpartition(".")[0]
+        for rows in functions.values()
+        for q, row in rows.items()
+        if q.endswith(".__init__") and _NO_EVIDENCE & {"spans", "until"} & row.keys()
+    }
+
+
+def _evidence_rows(functions: dict[str, dict[str, dict[str, object]]], hand: tuple[ServerFunction, ...]) -> _MinedRows:
+    """(name, file) -> the (phase, constructor's class) of each mined function that is evidence
+    and that no hand row names (by name for a row of any file, by name and file, or its class)."""
+    named = {f.name for f in hand if f.file is None} | {f"{f.name}@{f.file}" for f in hand} | {f"@{f.cls}" for f in hand if f.cls}
+    spanning = _spanning_classes(functions)
+    found: _MinedRows = {}
+    for path, rows in functions.items():
+        file = path.rsplit("/", 1)[-1]
+        for qualified, row in rows.items():
+            owner, _, name = qualified.rpartition(".")
+            cls = owner.rsplit(".", 1)[-1] if name == "__init__" and owner else None
+            # a constructor built at launch may run the later phases: the call graph cannot tell
+            at_launch = row["phase"] == Phase.LAUNCH.value and (owner in spanning or name == "__init__")
+            if _NO_EVIDENCE & row.keys() or at_launch or {name, f"{name}@{file}", f"@{cls}"} & named:
+                continue
+            found.setdefault((name, file), set()).add((Phase(str(row["phase"])), cls))
+    return found
+
+
 def _mined_functions(hand: tuple[ServerFunction, ...]) -> tuple[ServerFunction, ...]:
     """The frame table mined from the call graphs of 14 releases (grammars/sglang/functions.json,
-    written by scripts/mine_sglang.py), under the hand rows above, which win: a mined function is
-    left out when a hand row names it (by name for a row of any file, by name and file, or its
-    class), and a frame of a hand row decides before any mined one (pipeline/functions.py). Left
-    out too, as no evidence: a function reached from several phases ("also", "tied": a helper whose
-    phase is its caller's), one whose phase changed between releases ("changes"), one that runs
-    through later phases ("spans", "until": Scheduler.__init__, ModelRunner.__init__), a name that
-    two files of the same name (or two classes of one file) place in different phases, the
-    methods a constructor of that kind gives its own phase (launch): it calls them in any phase,
-    and any constructor the graph places at launch (a worker built at launch runs the later phases)."""
+    written by scripts/mine_sglang.py), under the hand rows above, which win: a mined function a
+    hand row names is left out, and a frame of a hand row decides before any mined one
+    (pipeline/functions.py). A name that two files of the same name (or two classes of one file)
+    place in different phases is no evidence either (``_evidence_rows`` says what else is not)."""
     data = json.loads((grammar_dir() / "sglang" / "functions.json").read_text(encoding="utf-8"))
-    any_file = {f.name for f in hand if f.file is None}
-    by_file = {(f.name, f.file) for f in hand}
-    classes = {f.cls for f in hand if f.cls is not None}
-    # a constructor that runs through later phases (ModelRunner's, the Scheduler's) calls its methods
-    # in every one of them: the call graph gives them the constructor's phase, launch, whenever they run
-    spanning = {
-        q.rpartition(".")[0]
-        for functions in data["functions"].values()
-        for q, row in functions.items()
-        if q.endswith(".__init__") and {"spans", "until"} & row.keys()
-    }
-    found: dict[tuple[str, str], set[Phase]] = {}
-    owners: dict[tuple[str, str], set[str | None]] = {}
-    for path, functions in data["functions"].items():
-        file = path.rsplit("/", 1)[-1]
-        for qualified, row in functions.items():
-            if {"also", "tied", "changes", "spans", "until"} & row.keys():
-                continue
-            owner, _, name = qualified.rpartition(".")
-            if row["phase"] == Phase.LAUNCH.value and (owner in spanning or name == "__init__"):
-                continue  # a constructor built at launch may run later phases: the call graph cannot tell
-            cls = owner.rsplit(".", 1)[-1] if name == "__init__" and owner else None
-            if name in any_file or (name, file) in by_file or cls in classes:
-                continue
-            found.setdefault((name, file), set()).add(Phase(row["phase"]))
-            owners.setdefault((name, file), set()).add(cls)
     rows: list[ServerFunction] = []
-    for (name, file), phases in sorted(found.items()):
-        if len(phases) != 1 or (name == "__init__" and None in owners[(name, file)]):
+    for (name, file), found in sorted(_evidence_rows(data["functions"], hand).items()):
+        phases = {phase for phase, _ in found}
+        classes = sorted({cls for _, cls in found if cls is not None})
+        constructor = name == "__init__"
+        if len(phases) != 1 or (constructor and (len(classes) != 1 or any(cls is None for _, cls in found))):
             continue
-        (phase,) = phases
-        cls = sorted(c for c in owners[(name, file)] if c is not None)
-        rows.append(ServerFunction(name, phase, file, cls[0] if len(cls) == 1 else None, mined=True))
-    return tuple(r for r in rows if r.name != "__init__" or r.cls is not None)
+        rows.append(ServerFunction(name, phases.pop(), file, classes[0] if constructor else None, mined=True))
+    return tuple(rows)
 
 
 PACK = Pack(
