@@ -254,6 +254,14 @@ P = "[2026-05-09 09:20:26 TP0] "
             {"category": "UserWarning"},
         ),
         ("Killed", "child_failure", {"what": "killed"}),
+        # the main process's template manager (0.4+): noise of the start-up, no phase
+        (
+            P + "Using default HuggingFace chat template with detected content format: string",
+            "startup_note",
+            {"rule": "chat_template_default"},
+        ),
+        # tqdm's first frame, drawn before the caller sets the description
+        ("  0%|          | 0/8 [00:00<?, ?it/s]", "progress_bar", {"desc": "", "total": 8}),
     ],
 )
 def test_template(line: str, kind: str, fields: dict[str, object]) -> None:
@@ -267,7 +275,6 @@ def test_template(line: str, kind: str, fields: dict[str, object]) -> None:
 @pytest.mark.parametrize(
     "line",
     [
-        P + "Using default HuggingFace chat template with detected content format: string",
         "random text from a harness",
         "RuntimeError: NCCL error: unhandled cuda error",
         P + "Load weight begin but not quite",

@@ -219,6 +219,9 @@ def _unglued(log: bytes) -> list[bytes]:
     return out
 
 
+_UVICORN = re.compile(rb"(?:INFO|WARNING|ERROR|DEBUG|CRITICAL): +")
+
+
 def split_streams(log: bytes) -> dict[bytes, list[bytes]]:
     """Per-writer streams of records. A stamped line belongs to its rank tags (the main process:
     b''), a torchrun-prefixed line to its rank; the unprefixed lines after a line continue its
@@ -238,6 +241,11 @@ def split_streams(log: bytes) -> dict[bytes, list[bytes]]:
             streams.setdefault(current, []).append(line)
         elif b"%|" in line or b"% Completed" in line:
             streams.setdefault(_rank0(streams), []).append(line)
+        elif _UVICORN.match(line):
+            # uvicorn runs in the main process (unstamped up to 0.4.0, spec 1.3): its lines and
+            # what follows them are the main process's, not the previous rank's
+            current = b""
+            streams.setdefault(current, []).append(line)
         elif streams.get(current):
             streams[current][-1] += line
         else:

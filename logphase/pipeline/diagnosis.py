@@ -50,6 +50,7 @@ def _any_of(patterns: tuple[str, ...]) -> re.Pattern[str]:
 # traceback of a process that dies from it
 _HARNESS_FRAME = _any_of(tuple(p for pack in PACKS for p in pack.harness_paths))
 _SERVER_FRAME = _any_of(tuple(p for pack in PACKS for p in pack.server_paths))
+_REQUEST_FRAME = _any_of(tuple(p for pack in PACKS for p in pack.request_paths))
 _FATAL_HEADER = _any_of(tuple(p for pack in PACKS for p in pack.fatal_headers))
 # threading's excepthook header (traceback.lark), as a record keeps it: without its ':'
 _THREAD_HEADER = re.compile(terminal_pattern("traceback", "THREAD_EXCEPTION"))
@@ -57,9 +58,18 @@ _THREAD_HEADER = re.compile(terminal_pattern("traceback", "THREAD_EXCEPTION"))
 
 def frames_phase(frames: list[ev.Frame]) -> Phase | None:
     """The phase of the innermost frame whose function the table of the server's functions knows
-    (``functions.SERVER_FUNCTIONS``): the phase the traceback struck in, even without phase markers."""
+    (``functions.SERVER_FUNCTIONS``): the phase the traceback struck in, even without phase markers.
+    The hand rows first, over all frames; then the rows mined from the call graphs (a collective
+    helper the graph places in one phase runs in every phase: an outer hand-known frame decides)."""
     for frame in reversed(frames):
-        phase = frame_phase(frame.function, frame.path)
+        phase = frame_phase(frame.function, frame.path, False)
+        if phase is not None:
+            return phase
+    # only inside the innermost frame that runs several phases (ModelRunner.initialize): a mined
+    # frame outside it is earlier than where the traceback struck
+    inner = next((i for i in range(len(frames) - 1, -1, -1) if frame_floor(frames[i].function, frames[i].path)), -1)
+    for frame in reversed(frames[inner + 1 :]):
+        phase = frame_phase(frame.function, frame.path, True)
         if phase is not None:
             return phase
     return None
@@ -241,6 +251,8 @@ def _ignored(e: ev.PythonException, after_ready: bool) -> bool:
         return False  # the server logs it before the process dies from it
     if not e.uncaught or is_harness_traceback(e):
         return True
+    if after_ready and any(_REQUEST_FRAME.search(f.path) for f in e.frames):
+        return True  # one request failed (the client got a 500): the server serves on
     if after_ready and e.frames and not any(_SERVER_FRAME.search(f.path) for f in e.frames):
         return True  # a client's or a benchmark's traceback next to a server that is up
     # a lone 'Error: ...' of a harness next to a server that is up: only known errors count

@@ -6,6 +6,7 @@ chain every event walks through."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -33,7 +34,27 @@ def _server_args(run: Run, event: ev.ServerArgs, rank: str) -> None:
     run.node_ranks.add(event.args.get("node_rank"))
 
 
+# a command-line flag a notice names, with the value it names (`--x-y=v`) or as given (`--x-y is set`)
+_NAMED_FLAG = re.compile(r"--(?P<flag>[a-z][\w-]*)(?:=(?P<value>[^\s,()]+)| is set\b)")
+_UNSET: tuple[Any, ...] = (None, False, "", "auto")
+
+
+def _repeats_user_setting(message: str, args: dict[str, Any] | None) -> bool:
+    """Whether the notice only echoes what the user asked for: it names a flag, and ``server_args``
+    holds that flag with the value it names (or set at all, for "is set"). SGLang then did what it
+    was told, so there is nothing to warn about."""
+    for m in _NAMED_FLAG.finditer(message):
+        given = (args or {}).get(m["flag"].replace("-", "_"))
+        if m["value"] is None and given not in _UNSET:
+            return True
+        if m["value"] is not None and given is not None and str(given).strip("'\"") == m["value"].strip("'\""):
+            return True
+    return False
+
+
 def _parameter_override(run: Run, event: ev.ParameterOverride, rank: str) -> None:
+    if _repeats_user_setting(event.message, run.server_args):
+        return
     # every rank says it, and a server may say it again on each request: the report names it once
     if not any(o.setting == event.setting and o.message == event.message for o in run.overrides):
         run.overrides.append(event)
@@ -45,10 +66,19 @@ def _weight_load_begin(run: Run, event: ev.WeightLoadBegin, rank: str) -> None:
 
 
 def _weight_load_end(run: Run, event: ev.WeightLoadEnd, rank: str) -> None:
+    readings = run.memory.get(rank, {})
+    first_end = "weight_loading_end" not in readings
+    size = event.mem_usage_gb
+    begin = readings.get("weight_loading_start")
+    if size is None and first_end and begin is not None and event.avail_mem_gb is not None:
+        # 0.2-0.4.3 print no mem usage: the weights took what their loading took from free memory
+        size = round(begin - event.avail_mem_gb, 2)
     if event.avail_mem_gb is not None:
         _reading(run, rank, "weight_loading_end", event.avail_mem_gb, event.line)
-    if event.mem_usage_gb is not None and run.weights_gb is None:
-        run.weights_gb = event.mem_usage_gb
+    # a draft model (EAGLE) loads its own weights after the target's: the report counts both, as it
+    # counts both KV caches; sizes are per rank and alike across ranks, so one rank's are summed
+    if size is not None and rank == _first_rank(run, rank):
+        run.weights_gb = round((run.weights_gb or 0.0) + size, 4)
 
 
 def _kv_cache_size(event: ev.KvCacheAllocated) -> float | None:

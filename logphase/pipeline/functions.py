@@ -26,8 +26,11 @@ __all__ = ["SERVER_FUNCTIONS", "ServerFunction", "call_phase", "frame_floor", "f
 # every pack's functions: a function name belongs to one server's code (or to a library it calls)
 SERVER_FUNCTIONS: tuple[ServerFunction, ...] = tuple(f for pack in PACKS for f in pack.functions)
 
-# a frame's function with a file, or without one (None: any file)
-_BY_FRAME: dict[tuple[str, str | None], Phase] = {(f.name, f.file): f.phase for f in SERVER_FUNCTIONS if not f.onward}
+# a frame's function with a file, or without one (None: any file); the hand rows, then the mined
+_BY_FRAME: dict[tuple[str, str | None], Phase] = {
+    (f.name, f.file): f.phase for f in SERVER_FUNCTIONS if not f.onward and not f.mined
+}
+_BY_FRAME_MINED: dict[tuple[str, str | None], Phase] = {(f.name, f.file): f.phase for f in SERVER_FUNCTIONS if f.mined}
 _ONWARD: dict[tuple[str, str | None], Phase] = {(f.name, f.file): f.phase for f in SERVER_FUNCTIONS if f.onward}
 # what a statement calls: a function by name (rows for any file), or a class by name
 _BY_CALL: dict[str, Phase] = {f.name: f.phase for f in SERVER_FUNCTIONS if f.file is None and not f.onward} | {
@@ -37,15 +40,20 @@ _BY_CALL: dict[str, Phase] = {f.name: f.phase for f in SERVER_FUNCTIONS if f.fil
 _CALL = re.compile(r"([A-Za-z_]\w*)\s*\(")
 
 
-def frame_phase(function: str | None, path: str) -> Phase | None:
+def frame_phase(function: str | None, path: str, mined: bool | None = None) -> Phase | None:
     """The phase a frame's function runs in; None for a function the table does not know (or a
     frame cut before its function). ``Class.method`` (newer Pythons' qualified names) reads as the
-    method, or for a constructor as the class."""
+    method, or for a constructor as the class. ``mined``: only the hand rows (False), only the
+    rows mined from the call graphs (True), or either, the hand rows first (None)."""
     if not function:
         return None
     file = path.rsplit("/", 1)[-1]
     owner, _, name = function.rpartition(".")
-    found = _BY_FRAME.get((name, file)) or _BY_FRAME.get((name, None))
+    found = None
+    if mined is not True:
+        found = _BY_FRAME.get((name, file)) or _BY_FRAME.get((name, None))
+    if found is None and mined is not False:
+        found = _BY_FRAME_MINED.get((name, file))
     if found is None and owner and name == "__init__":
         found = _BY_CALL.get(owner.rsplit(".", 1)[-1])
     return found
@@ -81,7 +89,8 @@ def table_problems() -> list[str]:
         if (row.name, row.file, row.cls) in seen:
             problems.append(f"{row.name} ({row.file or 'any file'}): listed twice")
         seen.add((row.name, row.file, row.cls))
-        if (row.name, row.file) in _BY_FRAME and _BY_FRAME[(row.name, row.file)] is not row.phase and not row.onward:
+        table = _BY_FRAME_MINED if row.mined else _BY_FRAME
+        if (row.name, row.file) in table and table[(row.name, row.file)] is not row.phase and not row.onward:
             problems.append(f"{row.name} ({row.file or 'any file'}): two phases")
         if row.name == "__init__" and (row.file is None or row.cls is None):
             problems.append(f"__init__ of {row.cls or '?'}: a constructor needs its file and class")

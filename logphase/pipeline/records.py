@@ -88,6 +88,10 @@ class OpenRecord:
     fatal_message: str | None = None
     headerless: bool = False
     native_stack: bool = False  # a C++ exception's what() is over: c10's native stack follows
+    # the exception's message quotes another process's whole traceback (0.2.x launch_server's
+    # 'RuntimeError: Initialization failed. controller_init_state: Traceback (most recent ...':
+    # its frames and exception line are the message's lines, not a traceback of their own
+    quoting: bool = False
     statement: str | None = None  # the source line under the last frame
     # faulthandler: the stacks of the dump's threads, innermost frame first as it prints them
     stacks: list[tuple[bool, list[ev.Frame]]] = field(default_factory=list)
@@ -204,7 +208,8 @@ class RecordAssembler:
         if consumed:
             record.lines += 1
             record.last_line = lineno
-            if record.state is State.MESSAGE and len(record.exceptions[-1].message_lines) > MAX_MESSAGE_LINES:
+            limit = MAX_MESSAGE_LINES + (2 * MAX_FRAMES if record.quoting else 0)
+            if record.state is State.MESSAGE and len(record.exceptions[-1].message_lines) > limit:
                 return True, self.close(stream)
             return True, []
         return False, self.close(stream)
@@ -236,6 +241,8 @@ def _continue(record: OpenRecord, text: str, lineno: int, cut: bool = False) -> 
         return True
     if rule == "tb_header" and shape is not None and shape.value("logged_by") is None:
         return _bare_header(record)
+    if rule == "tb_header" and shape is not None and record.state is State.FRAMES and record.frames:
+        return _quoting_exception(record, shape, lineno)
     if text.startswith((" ", "\t")):
         return _continue_indented(record, stripped, shape, cut)
     if rule == "tb_chain":
@@ -256,6 +263,9 @@ def _bare_header(record: OpenRecord) -> bool:
 
 def _continue_indented(record: OpenRecord, stripped: str, shape: Parsed | None, cut: bool) -> bool:
     """An indented line: a frame, the source line of a frame, or a message's continuation."""
+    if record.quoting and record.state is State.MESSAGE:
+        record.exceptions[-1].message_lines.append(stripped)  # a line of the quoted traceback
+        return True
     if shape is not None and shape.rule == "tb_frame":
         if record.state in (State.GAP, State.MESSAGE):
             # frames after the exception line: another traceback, its header not in the log (or
@@ -287,6 +297,23 @@ def _continue_unindented(record: OpenRecord, stripped: str, shape: Parsed | None
         return True
     return False
 
+
+
+def _quoting_exception(record: OpenRecord, shape: Parsed, lineno: int) -> bool | None:
+    """After frames, an exception line whose message ends by quoting a traceback header
+    ('RuntimeError: Initialization failed. controller_init_state: Traceback (most recent call
+    last):'): the record's exception, and the quoted traceback is its message. None when the text
+    before the header names no exception (a logged message: another writer's record begins)."""
+    logged_by = (shape.value("logged_by") or "").strip()
+    inner = line_shape(logged_by)
+    if not _names_an_exception(inner):
+        return None
+    exception = _exception(inner, logged_by, lineno)
+    exception.message_lines.append(_HEADER_TEXT)
+    record.exceptions.append(exception)
+    record.state = State.MESSAGE
+    record.quoting = True
+    return True
 
 
 # an exception class: CapWords (KeyError, torch.OutOfMemoryError, KeyboardInterrupt), after any module

@@ -59,6 +59,9 @@ class _ToPython(Transformer[Token, Any]):
     def tuple_value(self, items: list[Any]) -> list[Any]:
         return list(items)
 
+    def set_value(self, items: list[Any]) -> list[Any]:
+        return list(items)
+
     def pair(self, items: list[Any]) -> tuple[Any, Any]:
         return (items[0], items[1])
 

@@ -102,6 +102,9 @@ class ServerFunction(NamedTuple):
     # the function runs this phase and the ones after it (ModelRunner.initialize loads the weights,
     # then makes the pools and the graphs): a frame in it is only a lower bound of the phase
     onward: bool = False
+    # mined from the releases' call graphs (grammars/sglang/functions.json), not read by hand: a
+    # frame of a hand row decides before any mined one (a mined row may be a helper of every phase)
+    mined: bool = False
 
 
 @dataclass(frozen=True)
@@ -139,6 +142,9 @@ class Pack:
     # test harness's (a harness's failure is not the server's)
     server_paths: tuple[str, ...] = ()
     harness_paths: tuple[str, ...] = ()
+    # an HTTP server's request handling (regular expressions over a frame's path): a traceback
+    # through it once the server is up is one request's failure (a 500), and the server serves on
+    request_paths: tuple[str, ...] = ()
     # what the server logs before the traceback of a process that dies from it (regular expressions
     # over the header), and the same when the input ends inside the header ('... hit an exception: Tra')
     fatal_headers: tuple[str, ...] = ()

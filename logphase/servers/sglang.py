@@ -5,8 +5,11 @@ about where it struck), and the advice that names SGLang's flags.
 
 from __future__ import annotations
 
+import json
+
 from logphase.pipeline import builders as b
 from logphase.pipeline import events as ev
+from logphase.pipeline.grammars import grammar_dir
 from logphase.pipeline.phases import Phase, Transition
 from logphase.pipeline.phases import Role as PhaseRole
 from logphase.pipeline.values import gigabytes, integer, number
@@ -33,6 +36,8 @@ from logphase.servers.pack import (
 )
 
 _LAUNCH_LEVEL = t(Phase.LAUNCH, EVIDENCE, server_level=True)
+_SERVING_NOTE = Transition(Phase.READY, PhaseRole.SERVING, server_level=True)
+_SERVING_OR_WARMUP_NOTE = Transition(Phase.READY, PhaseRole.SERVING_OR_WARMUP, server_level=True)
 
 MESSAGES: dict[str, Message] = {
     # server_args.lark: the dump (its builder is in classify.py: a grammar of its own values)
@@ -214,6 +219,26 @@ MESSAGES: dict[str, Message] = {
     ),
     "max_concurrent_requests": Message("sglang", b.with_message(ev.StartupNote), t(M, EVIDENCE), scheduler=True),
     "cuda_graph_addresses": Message("sglang", b.with_message(ev.StartupNote), t(C, WEAK), scheduler=True),
+    # LoRA adapters load after the base weights: weight loading goes on until the last one
+    "lora_backend": Message("sglang", b.with_message(ev.StartupNote), t(W, EVIDENCE), scheduler=True),
+    "lora_adapter_loading": Message("sglang", b.with_message(ev.StartupNote), t(W, EVIDENCE), scheduler=True),
+    "lora_manager_ready": Message("sglang", b.with_message(ev.StartupNote), t(W, EVIDENCE), scheduler=True),
+    "mla_optimization": Message("sglang", b.with_message(ev.StartupNote), _LAUNCH_LEVEL),
+    # the main process reads the chat template while the schedulers start: says no phase
+    "chat_template_default": Message("sglang", b.with_message(ev.StartupNote)),
+    "vllm_nccl_library": Message("sglang", b.with_message(ev.StartupNote), t(D, WEAK), scheduler=True),
+    "p2p_access_cache": Message("sglang", b.with_message(ev.StartupNote), t(D, WEAK), scheduler=True),
+    # notes printed in passing, by the phase that prints them (sglang.lark)
+    "launch_note": Message("sglang", b.with_message(ev.StartupNote), _LAUNCH_LEVEL),
+    "scheduler_launch_note": Message("sglang", b.with_message(ev.StartupNote), _LAUNCH_LEVEL),
+    "dist_init_note": Message("sglang", b.with_message(ev.StartupNote), t(D, WEAK), scheduler=True),
+    "weight_loading_note": Message("sglang", b.with_message(ev.StartupNote), t(W, EVIDENCE), scheduler=True),
+    "memory_pool_note": Message("sglang", b.with_message(ev.StartupNote), t(M, WEAK), scheduler=True),
+    "capture_note": Message("sglang", b.with_message(ev.StartupNote), t(C, EVIDENCE), scheduler=True),
+    # a request's fate while serving: noise of the ready phase, never a failure (decode retraction
+    # comes from decode steps only, never from the warmup's short request)
+    "request_retraction": Message("sglang", b.with_message(ev.StartupNote), _SERVING_NOTE),
+    "request_abort": Message("sglang", b.with_message(ev.StartupNote), _SERVING_OR_WARMUP_NOTE),
 }
 
 _ROOT, _ECHO, _WRAP = Role.ROOT, Role.ECHO, Role.WRAPPER
@@ -384,6 +409,16 @@ HINTS: tuple[Hint, ...] = (
         "A distributed rendezvous or collective timed out: check that every node/rank started, "
         "--dist-init-addr is reachable, --nnodes/--node-rank are right and no firewall blocks the ports; "
         "raise --dist-timeout only if a step is legitimately slow.",
+    ),
+    # in distributed init the schedulers bind torch.distributed's store (the NCCL port) and their
+    # ZMQ ports, not the HTTP port: the port the error names is one of those
+    Hint(
+        Cause.PORT_IN_USE,
+        "A port the schedulers bind in distributed init is taken (the one named above, not the HTTP --port): "
+        "torch.distributed's store (--nccl-port, or the port of --dist-init-addr on multi-node) or an internal "
+        "port SGLang picked; stop the old server holding it (ss -ltnp | grep <port>) or pass another --nccl-port "
+        "/ --dist-init-addr port.",
+        frozenset({Phase.DISTRIBUTED_INIT}),
     ),
     Hint(
         Cause.PORT_IN_USE,
@@ -569,6 +604,61 @@ FUNCTIONS: tuple[ServerFunction, ...] = (
     ServerFunction("<module>", _LAUNCH, "launch_server.py"),
 )
 
+# what makes a mined function no evidence (functions.json's flags): reached from several phases
+# ("also", "tied": a helper whose phase is its caller's), placed differently by different releases
+# ("changes"), running through later phases ("spans", "until": Scheduler.__init__)
+_NO_EVIDENCE = frozenset({"also", "tied", "changes", "spans", "until"})
+_MinedRows = dict[tuple[str, str], set[tuple[Phase, str | None]]]
+
+
+def _spanning_classes(functions: dict[str, dict[str, dict[str, object]]]) -> set[str]:
+    """Classes whose constructor runs through later phases (ModelRunner's, the Scheduler's): the
+    call graph gives their methods the constructor's phase, launch, whenever they run."""
+    return {
+        q.rpartition(".")[0]
+        for rows in functions.values()
+        for q, row in rows.items()
+        if q.endswith(".__init__") and _NO_EVIDENCE & {"spans", "until"} & row.keys()
+    }
+
+
+def _evidence_rows(functions: dict[str, dict[str, dict[str, object]]], hand: tuple[ServerFunction, ...]) -> _MinedRows:
+    """(name, file) -> the (phase, constructor's class) of each mined function that is evidence
+    and that no hand row names (by name for a row of any file, by name and file, or its class)."""
+    named = {f.name for f in hand if f.file is None} | {f"{f.name}@{f.file}" for f in hand} | {f"@{f.cls}" for f in hand if f.cls}
+    spanning = _spanning_classes(functions)
+    found: _MinedRows = {}
+    for path, rows in functions.items():
+        file = path.rsplit("/", 1)[-1]
+        for qualified, row in rows.items():
+            owner, _, name = qualified.rpartition(".")
+            cls = owner.rsplit(".", 1)[-1] if name == "__init__" and owner else None
+            # a constructor built at launch may run the later phases: the call graph cannot tell
+            at_launch = row["phase"] == Phase.LAUNCH.value and (owner in spanning or name == "__init__")
+            if _NO_EVIDENCE & row.keys() or at_launch or {name, f"{name}@{file}", f"@{cls}"} & named:
+                continue
+            found.setdefault((name, file), set()).add((Phase(str(row["phase"])), cls))
+    return found
+
+
+def _mined_functions(hand: tuple[ServerFunction, ...]) -> tuple[ServerFunction, ...]:
+    """The frame table mined from the call graphs of 14 releases (grammars/sglang/functions.json,
+    written by scripts/mine_sglang.py), under the hand rows above, which win: a mined function a
+    hand row names is left out, and a frame of a hand row decides before any mined one
+    (pipeline/functions.py). A name that two files of the same name (or two classes of one file)
+    place in different phases is no evidence either (``_evidence_rows`` says what else is not)."""
+    data = json.loads((grammar_dir() / "sglang" / "functions.json").read_text(encoding="utf-8"))
+    rows: list[ServerFunction] = []
+    for (name, file), found in sorted(_evidence_rows(data["functions"], hand).items()):
+        phases = {phase for phase, _ in found}
+        classes = sorted({cls for _, cls in found if cls is not None})
+        constructor = name == "__init__"
+        if len(phases) != 1 or (constructor and (len(classes) != 1 or any(cls is None for _, cls in found))):
+            continue
+        rows.append(ServerFunction(name, phases.pop(), file, classes[0] if constructor else None, mined=True))
+    return tuple(rows)
+
+
 PACK = Pack(
     name="sglang",
     display_name="SGLang",
@@ -576,7 +666,7 @@ PACK = Pack(
     error_grammars=("sglang_errors",),
     messages=MESSAGES,
     signatures=SIGNATURES,
-    functions=FUNCTIONS,
+    functions=FUNCTIONS + _mined_functions(FUNCTIONS),
     hints=HINTS,
     hint_settings={"mfs": "mem_fraction_static", "max_bs": "cuda_graph_max_bs", "port": "port"},
     launchers=("launch_server",),

@@ -293,4 +293,6 @@ PACK = Pack(
     # PyTorch's, transformers' (and, until its pack, vLLM's) code runs the server's work
     server_paths=(r"/torch/", r"/transformers/", r"/vllm/"),
     harness_paths=(r"unittest/", r"/_pytest/", r"pytest", r"/test_[^/]*\.py$", r"/tests?/"),
+    # uvicorn runs each request in run_asgi: "Exception in ASGI application" and its traceback
+    request_paths=(r"/uvicorn/protocols/",),
 )
