@@ -46,6 +46,8 @@ class Envelope(NamedTuple):
     # paste): it is text, not a time, and the line takes its time from the lines before it
     bad_stamp: str | None = None
     sglang_prefix: bool = False  # SGLang's prefix was there, its stamp one of those bad ones
+    # Ray folded this many more of the same line (other actors) into it: "[repeated 7x across cluster]"
+    repeated: int = 0
 
     @property
     def stamped(self) -> bool:
@@ -58,6 +60,10 @@ class Envelope(NamedTuple):
         if self.writer is None:
             return self.torch_rank
         return f"{self.writer}|{self.torch_rank or ''}"
+
+
+# the terminals whose text the envelope keeps: a time, a writer, a stream, a rank tag
+_CAPTURED_KINDS = ("_TIME", "_SOURCE", "_STREAM", "_RANK")
 
 
 def _alternatives(rule: str) -> list[str]:
@@ -89,7 +95,7 @@ def _alternatives(rule: str) -> list[str]:
             if isinstance(symbol, Terminal):
                 body = f"(?:{terminal_pattern('envelope', str(symbol.name))})"
                 name = str(symbol.name)
-                if name.endswith(("_TIME", "_SOURCE", "_STREAM")) or name in ("TIMESTAMP", "LEVEL", "PIPE_LEVEL", "STREAM"):
+                if name.endswith(_CAPTURED_KINDS) or name in ("TIMESTAMP", "LEVEL", "PIPE_LEVEL", "STREAM"):
                     body = f"(?P<{rule}_{i}__{name}>{body})"
                 pattern += body
             elif isinstance(symbol, NonTerminal):
@@ -257,21 +263,56 @@ def _iso_time() -> re.Pattern[str]:
     return re.compile(terminal_pattern("envelope", "ISO_TIME"))
 
 
+def process_rank(parts: dict[str, str]) -> str | None:
+    """The rank tag a process prefix names (envelope.lark's *_RANK parts): 'VllmWorker rank=1' ->
+    'TP1', 'Worker_DP1_TP0' -> 'DP1 TP0', a worker known by its pid -> 'pid=232' (Ray's with its
+    node: 'pid=609874 ip=10.0.0.2'); None for the server's own processes (engine core, front end)."""
+    if "TP_RANK" in parts:
+        return f"TP{parts['TP_RANK']}"
+    if "TAGS_RANK" in parts:
+        return parts["TAGS_RANK"].replace("_", " ")
+    if "PID_WORKER_RANK" in parts:
+        return parts.get("PROCESS_SOURCE", "").replace(",", "") or None
+    return None
+
+
 def split_envelope(text: str) -> Envelope:
-    """Peel a line's envelope: wrappers, torchrun's prefix, SGLang's prefix; the rest is the message."""
+    """Peel a line's envelope: wrappers, torchrun's prefix, SGLang's prefix; the rest is the message
+    (without Ray's ``[repeated Nx across cluster]``, kept as ``repeated``)."""
+    env = _split_envelope(text)
+    if not env.message.endswith("]") and not env.message.endswith(("] ", "]\t")):
+        return env
+    m = _repeated().search(env.message)
+    if m is None:
+        return env
+    return env._replace(message=env.message[: m.start()], repeated=int(m.group(1)))
+
+
+@cache
+def _repeated() -> re.Pattern[str]:
+    return re.compile(terminal_pattern("envelope", "RAY_REPEATED"))
+
+
+def _split_envelope(text: str) -> Envelope:
     wrapper, sglang, torch = _compiled()
     pos, outer, writer, bad = 0, None, None, None
+    process, rank = None, None  # a process prefix's writer and rank (vLLM's child processes)
     for _ in range(MAX_WRAPPERS):
         m = wrapper.match(text, pos)
         if m is None or m.end() == pos:
             break
-        for name, value in _parts(m).items():
+        parts = _parts(m)
+        for name, value in parts.items():
             if name.endswith("_TIME"):
                 stamp = parse_stamp(name, value)
                 if stamp is None:
                     bad = value.strip()
                 outer = stamp or outer
-            elif name.endswith("_SOURCE"):
+            elif name == "PROCESS_SOURCE":
+                # the process writes the line: named by its whole prefix, whatever logger prints inside
+                process = writer = m.group(0).strip()[1:-1]
+                rank = process_rank(parts) or rank
+            elif name.endswith("_SOURCE") and process is None:
                 writer = value.strip()  # the innermost wrapper that names one
         pos = m.end()
     if text.startswith(DOCKER_JSON_START, pos):
@@ -300,5 +341,5 @@ def split_envelope(text: str) -> Envelope:
             tags = parts.get("TAGS", "").strip() or None
             if stamp is None:
                 bad = written.strip()
-            return Envelope(stamp, tags or torch_rank, text[m.end() :], torch_rank, outer, writer, bad, stamp is None)
-    return Envelope(None, torch_rank, text[pos:], torch_rank, outer, writer, bad)
+            return Envelope(stamp, tags or rank or torch_rank, text[m.end() :], torch_rank, outer, writer, bad, stamp is None)
+    return Envelope(None, rank or torch_rank, text[pos:], torch_rank, outer, writer, bad)
