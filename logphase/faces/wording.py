@@ -54,6 +54,19 @@ def current_phase(report: Report) -> PhaseReport | None:
     return next((p for p in report.phases if p.name == report.phase), None)
 
 
+# how the servers are named in text (the report's `server` value -> the project's own spelling)
+SERVER_NAMES = {"sglang": "SGLang", "vllm": "vLLM"}
+
+
+def server_label(report: Report) -> str | None:
+    """'vLLM 0.10.2', 'SGLang': the run's server and version as a headline names them; None when
+    the log does not show which server it is."""
+    if report.server is None:
+        return None
+    name = SERVER_NAMES.get(report.server, report.server)
+    return f"{name} {report.version}" if report.version else name
+
+
 def headline(report: Report) -> str:
     """'READY after 86 s', 'FAILED in memory_pool after 43 s: kv_cache_insufficient_memory',
     'READY after 54 s, then FAILED while serving at 07:44:36 (71 s after ready): cuda_oom',

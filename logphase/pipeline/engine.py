@@ -18,6 +18,7 @@ from logphase.pipeline import events as ev
 from logphase.pipeline.build_report import build_report
 from logphase.pipeline.classify import classify, foreign_source
 from logphase.pipeline.clock import LogClock
+from logphase.pipeline.detect import Server, server_start
 from logphase.pipeline.envelope import Envelope, Stamp, plain_minutes_valid, split_envelope, valid_plain_stamp, valid_stamp
 from logphase.pipeline.events import LineInfo
 from logphase.pipeline.grammars import terminal_pattern
@@ -82,12 +83,16 @@ class Engine:
         since: str | None = None,
         on_unrecognized: Callable[[LogicalLine], None] | None = None,
         collect_events: bool = True,
+        server: Server | None = None,
     ) -> None:
+        """``server`` says which server wrote the log (``--server``): every run is that server's,
+        whatever its start lines show."""
         self.source = source
         self._collect = collect_events
         self._splitter = LineSplitter()
         self._records = RecordAssembler()
         self._machine = PhaseMachine()
+        self._machine.server = server
         self._since = normalize_time(since) if since else None
         self._gate_open = self._since is None
         self._last_ts: str | None = None
@@ -380,6 +385,9 @@ class Engine:
         if not self._gate_open:
             self._counts["ignored"] += 1
             return
+        start = server_start(env)
+        if start is not None:
+            self._machine.note_start(start, line.lineno)
         if line.partial and self._visibly_cut(line, env, ts):
             self._partial(line, env, ts, out)
             return

@@ -48,6 +48,8 @@ class Envelope(NamedTuple):
     sglang_prefix: bool = False  # SGLang's prefix was there, its stamp one of those bad ones
     # Ray folded this many more of the same line (other actors) into it: "[repeated 7x across cluster]"
     repeated: int = 0
+    # a process prefix of vLLM's ("(EngineCore_DP0 pid=104) ", "(VllmWorker rank=1 pid=9) "): a vLLM line
+    process: str | None = None
 
     @property
     def stamped(self) -> bool:
@@ -341,5 +343,6 @@ def _split_envelope(text: str) -> Envelope:
             tags = parts.get("TAGS", "").strip() or None
             if stamp is None:
                 bad = written.strip()
-            return Envelope(stamp, tags or rank or torch_rank, text[m.end() :], torch_rank, outer, writer, bad, stamp is None)
-    return Envelope(None, rank or torch_rank, text[pos:], torch_rank, outer, writer, bad)
+            env = Envelope(stamp, tags or rank or torch_rank, text[m.end() :], torch_rank, outer, writer, bad, stamp is None)
+            return env._replace(process=process) if process is not None else env
+    return Envelope(None, rank or torch_rank, text[pos:], torch_rank, outer, writer, bad, process=process)

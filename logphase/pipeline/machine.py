@@ -13,6 +13,7 @@ from collections.abc import Callable
 from operator import itemgetter
 
 from logphase.pipeline import events as ev
+from logphase.pipeline.detect import Server, Start
 from logphase.pipeline.diagnosis import Severity, assess
 from logphase.pipeline.envelope import valid_plain_stamp
 from logphase.pipeline.facts import note_facts
@@ -81,6 +82,7 @@ def advance(clocks: dict[str | None, str], writer: str | None, ts: str) -> None:
 class PhaseMachine:
     def __init__(self) -> None:
         self.runs: list[Run] = [Run(index=1, start_line=1)]
+        self.server: Server | None = None  # the server every run is (--server), whatever its lines show
 
     @property
     def run(self) -> Run:
@@ -182,6 +184,23 @@ class PhaseMachine:
         """Move every time held so far (the wrapper's, before SGLang's zone was known)."""
         for run in self.runs:
             run.retime(moved)
+
+    def note_start(self, start: Start, line: int) -> None:
+        """A line that shows which server runs (detect.py). A start of another server than the
+        run's, or a server's launch line again once its run went on, starts a run of its own."""
+        if self.server is not None:
+            start = start._replace(server=self.server)  # --server: every run is that server's
+        run = self.run
+        if line < run.start_line or (run.server == start.server and not start.begins and start.version is None):
+            return
+        relaunch = start.begins and run.begun_line is not None and run.last_line > run.begun_line
+        if (run.server is not None and run.server != start.server) or relaunch:
+            run = self._new_run(line)
+        run.server = start.server
+        run.version = run.version or start.version
+        if start.begins and run.begun_line is None:
+            run.begun_line = line
+        run.last_line = max(run.last_line, line)
 
     def note_line(self, ts: str, line: int) -> None:
         """An SGLang log line that is no known message: it moves the run's clock, and shows that

@@ -213,6 +213,14 @@ class Report(BaseModel):
 
     schema_version: int = Field(default=SCHEMA_VERSION, description="version of this JSON contract")
     source: str = Field(description="file name, or <stdin>")
+    server: Literal["sglang", "vllm"] | None = Field(
+        default=None,
+        description="the server of this run, from its own start lines (SGLang's log prefix; vLLM's version, engine "
+        "or launch lines), or as --server said; null when no line of the run shows it",
+    )
+    version: str | None = Field(
+        default=None, description="the server's version, when the run printed it (vLLM's start lines: '0.10.2'); else null"
+    )
     outcome: Outcome = Field(description="ready, failed or starting")
     phase: Phase | None = Field(
         description="the furthest phase any rank entered; on failure, the phase the root cause struck in; "
