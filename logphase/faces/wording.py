@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from logphase.pipeline.report import FailureReport, PhaseReport, Report
+from logphase.servers.names import SERVER_NAMES
 
 ELLIPSIS = "…"
 
@@ -52,10 +53,6 @@ def plural(count: int, word: str, many: str | None = None) -> str:
 
 def current_phase(report: Report) -> PhaseReport | None:
     return next((p for p in report.phases if p.name == report.phase), None)
-
-
-# how the servers are named in text (the report's `server` value -> the project's own spelling)
-SERVER_NAMES = {"sglang": "SGLang", "vllm": "vLLM"}
 
 
 def server_label(report: Report) -> str | None:

@@ -14,13 +14,11 @@ from __future__ import annotations
 
 import re
 from functools import cache
-from typing import Literal, NamedTuple
+from typing import NamedTuple
 
 from logphase.pipeline.envelope import Envelope
 from logphase.pipeline.grammars import first_terminals, parse, terminal_pattern
-
-Server = Literal["sglang", "vllm"]
-SERVERS: tuple[Server, ...] = ("sglang", "vllm")
+from logphase.servers.names import Server
 
 
 class StartRule(NamedTuple):

@@ -18,7 +18,7 @@ from logphase.pipeline import events as ev
 from logphase.pipeline.build_report import build_report
 from logphase.pipeline.classify import classify, foreign_source
 from logphase.pipeline.clock import LogClock
-from logphase.pipeline.detect import Server, server_start
+from logphase.pipeline.detect import server_start
 from logphase.pipeline.envelope import Envelope, Stamp, plain_minutes_valid, split_envelope, valid_plain_stamp, valid_stamp
 from logphase.pipeline.events import LineInfo
 from logphase.pipeline.grammars import terminal_pattern
@@ -30,6 +30,7 @@ from logphase.pipeline.prefilter import event_finder
 from logphase.pipeline.records import RecordAssembler, cut_header, line_shape, opens_record
 from logphase.pipeline.redact import redact_text
 from logphase.pipeline.report import LinesReport, Report, WarningReport, normalize_expect
+from logphase.servers.names import Server
 
 # Raw text kept on an event; the rest of a long line is reachable through its line number.
 MAX_RAW_CHARS = 2000

@@ -13,13 +13,14 @@ from collections.abc import Callable
 from operator import itemgetter
 
 from logphase.pipeline import events as ev
-from logphase.pipeline.detect import Server, Start
+from logphase.pipeline.detect import Start
 from logphase.pipeline.diagnosis import Severity, assess
 from logphase.pipeline.envelope import valid_plain_stamp
 from logphase.pipeline.facts import note_facts
 from logphase.pipeline.messages import SCHEDULER_RULES, evidence_of, stream_of
 from logphase.pipeline.phases import Phase, Role, Transition
 from logphase.pipeline.runs import Incident, Run, Span, Track, seconds_between
+from logphase.servers.names import Server
 
 # A timestamp this far behind the latest one seen means another run's lines, not interleaving.
 CLOCK_JUMP_BACK_S = 120.0
@@ -188,8 +189,8 @@ class PhaseMachine:
     def note_start(self, start: Start, line: int) -> None:
         """A line that shows which server runs (detect.py). A start of another server than the
         run's, or a server's launch line again once its run went on, starts a run of its own."""
-        if self.server is not None:
-            start = start._replace(server=self.server)  # --server: every run is that server's
+        if self.server is not None and start.server != self.server:
+            start = Start(self.server)  # --server: every run is that server's (another's version is not its)
         run = self.run
         if line < run.start_line or (run.server == start.server and not start.begins and start.version is None):
             return

@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 
 from logphase.pipeline.causes import Cause
 from logphase.pipeline.phases import Phase
+from logphase.servers.names import Server
 
 # 2: provenance (first/last line of phases and rank spans, time and rank of the failure and of each
 # consequence, structured warning values), unaccounted time between phases, new warning kinds
@@ -213,7 +214,7 @@ class Report(BaseModel):
 
     schema_version: int = Field(default=SCHEMA_VERSION, description="version of this JSON contract")
     source: str = Field(description="file name, or <stdin>")
-    server: Literal["sglang", "vllm"] | None = Field(
+    server: Server | None = Field(
         default=None,
         description="the server of this run, from its own start lines (SGLang's log prefix; vLLM's version, engine "
         "or launch lines), or as --server said; null when no line of the run shows it",

@@ -11,9 +11,9 @@ from typing import Any
 
 from logphase.pipeline import events as ev
 from logphase.pipeline.causes import Cause
-from logphase.pipeline.detect import Server
 from logphase.pipeline.diagnosis import Assessment, Severity
 from logphase.pipeline.phases import Phase
+from logphase.servers.names import Server
 
 # The consequences a report lists (the first ones in line order); the run keeps one more, for
 # the case where the root is among them.

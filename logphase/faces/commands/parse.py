@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from logphase.faces.exit_codes import OUTCOME_EXIT
 from logphase.faces.inputs import InputError, check_since, feed_all, open_input, parse_expect, read_head
-from logphase.faces.options import add_color, add_expect_since, add_jobs, add_merge
+from logphase.faces.options import add_color, add_expect_since, add_jobs, add_merge, add_server
 
 if TYPE_CHECKING:
     from logphase.pipeline.events import EventBase
@@ -35,6 +35,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_jobs(p)
     add_merge(p)
     add_expect_since(p)
+    add_server(p)
     p.add_argument("--run", type=int, metavar="N", help="report on run N of the file (1 is the first; default: the last)")
     p.add_argument("--events", action="store_true", help="print the typed events as JSON Lines instead of the report")
     p.add_argument("--unrecognized", action="store_true", help="print the lines no grammar recognised (line number and text)")
@@ -49,6 +50,8 @@ def run(args: argparse.Namespace) -> int:
     expect = parse_expect(args.expect)
     check_since(args.since)
     _check_run(args)
+    if args.server is not None and (args.merge or len(args.files) > 1):
+        raise InputError("--server applies to one log at a time")
     if args.merge:
         return _merged(args, expect)
     if len(args.files) > 1:
@@ -57,8 +60,10 @@ def run(args: argparse.Namespace) -> int:
     out = sys.stdout.buffer
     report, head = read_head(handle, source)
     if report is not None:
-        if args.events or args.unrecognized or args.since or expect or args.run is not None:
-            raise InputError(f"{source}: a saved report: --run, --events, --unrecognized, --since and --expect apply to logs")
+        if args.events or args.unrecognized or args.since or expect or args.run is not None or args.server:
+            raise InputError(
+                f"{source}: a saved report: --run, --events, --unrecognized, --since, --expect and --server apply to logs"
+            )
         from logphase.pipeline.merge import MergedReport
 
         if isinstance(report, MergedReport):  # a saved `parse --merge --json`: printed as --merge prints it
@@ -73,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
         since=args.since,
         on_unrecognized=print_unrecognized if args.unrecognized else None,
         collect_events=args.events,  # the report alone is the same without them, and much faster
+        server=args.server,
     )
 
     def emit_events(events: list[EventBase]) -> None:
