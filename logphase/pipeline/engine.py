@@ -17,7 +17,7 @@ from functools import cache
 from logphase.pipeline import events as ev
 from logphase.pipeline.build_report import build_report
 from logphase.pipeline.classify import classify, foreign_source
-from logphase.pipeline.clock import LogClock
+from logphase.pipeline.clock import LogClock, YearHint, file_time_hint
 from logphase.pipeline.detect import server_start
 from logphase.pipeline.envelope import Envelope, Stamp, plain_minutes_valid, split_envelope, valid_plain_stamp, valid_stamp
 from logphase.pipeline.events import LineInfo
@@ -29,7 +29,7 @@ from logphase.pipeline.plain import PLAIN_LINES, PLAIN_RUN, bulk_runs, junk_line
 from logphase.pipeline.prefilter import event_finder
 from logphase.pipeline.records import RecordAssembler, cut_header, line_shape, opens_record
 from logphase.pipeline.redact import redact_text
-from logphase.pipeline.report import LinesReport, Report, WarningReport, normalize_expect
+from logphase.pipeline.report import LinesReport, Report, WarningReport, YearReport, normalize_expect
 from logphase.servers.names import Server
 
 # Raw text kept on an event; the rest of a long line is reachable through its line number.
@@ -85,9 +85,11 @@ class Engine:
         on_unrecognized: Callable[[LogicalLine], None] | None = None,
         collect_events: bool = True,
         server: Server | None = None,
+        year: YearHint | None = None,
     ) -> None:
         """``server`` says which server wrote the log (``--server``): every run is that server's,
-        whatever its start lines show."""
+        whatever its start lines show. ``year``: where stamps that print no year (vLLM's) take it
+        when no line of the log says it (``clock.file_time_hint``, ``clock.current_year_hint``)."""
         self.source = source
         self._collect = collect_events
         self._splitter = LineSplitter()
@@ -97,7 +99,7 @@ class Engine:
         self._since = normalize_time(since) if since else None
         self._gate_open = self._since is None
         self._last_ts: str | None = None
-        self._clock = LogClock()
+        self._clock = LogClock(year)
         self._wrapped: tuple[int, str | None, Stamp | None] = (0, None, None)  # the last wrapped physical line
         self._retimed_before = 0  # lines before this one were re-timed (clock.take_retiming)
         self._on_unrecognized = on_unrecognized
@@ -198,6 +200,9 @@ class Engine:
         )
         if self._first_bad_stamp is not None:
             report.warnings.append(self._bad_stamp_warning(self._first_bad_stamp))
+        if self._clock.year_inferred is not None:
+            year, source = self._clock.year_inferred
+            report.year_inferred = YearReport.model_validate({"year": year, "source": source})
         return report
 
     def _bad_stamp_warning(self, first: tuple[int, str]) -> WarningReport:
@@ -591,7 +596,7 @@ def parse_file(path: str | os.PathLike[str], expect: Mapping[str, object] | None
     ``expect`` maps server_args keys to what you launched with, e.g. ``{"mem_fraction_static": 0.88}``;
     ``since`` ignores output stamped before that time. OSError if the file cannot be read."""
     name = os.fspath(path)
-    engine = Engine(source=name, since=since, collect_events=False)
+    engine = Engine(source=name, since=since, collect_events=False, year=file_time_hint(name))
     with open(name, "rb") as handle:
         while block := handle.read(BLOCK_SIZE):
             engine.feed(block)

@@ -50,6 +50,9 @@ class Envelope(NamedTuple):
     repeated: int = 0
     # a process prefix of vLLM's ("(EngineCore_DP0 pid=104) ", "(VllmWorker rank=1 pid=9) "): a vLLM line
     process: str | None = None
+    # the year of a dated wrapper around a time printed without one (docker -t around vLLM's
+    # "INFO 11-18 18:07:28 ..."): the year that time is in
+    wrapper_year: int | None = None
 
     @property
     def stamped(self) -> bool:
@@ -299,6 +302,7 @@ def _split_envelope(text: str) -> Envelope:
     wrapper, sglang, torch = _compiled()
     pos, outer, writer, bad = 0, None, None, None
     process, rank = None, None  # a process prefix's writer and rank (vLLM's child processes)
+    dated: Stamp | None = None  # the innermost wrapper time with a year
     for _ in range(MAX_WRAPPERS):
         m = wrapper.match(text, pos)
         if m is None or m.end() == pos:
@@ -309,6 +313,7 @@ def _split_envelope(text: str) -> Envelope:
                 stamp = parse_stamp(name, value)
                 if stamp is None:
                     bad = value.strip()
+                dated = stamp if stamp is not None and stamp.year is not None else dated
                 outer = stamp or outer
             elif name == "PROCESS_SOURCE":
                 # the process writes the line: named by its whole prefix, whatever logger prints inside
@@ -345,4 +350,17 @@ def _split_envelope(text: str) -> Envelope:
                 bad = written.strip()
             env = Envelope(stamp, tags or rank or torch_rank, text[m.end() :], torch_rank, outer, writer, bad, stamp is None)
             return env._replace(process=process) if process is not None else env
-    return Envelope(None, rank or torch_rank, text[pos:], torch_rank, outer, writer, bad, process=process)
+    year = year_of(outer, dated) if outer is not None and dated is not None else None
+    return Envelope(None, rank or torch_rank, text[pos:], torch_rank, outer, writer, bad, process=process, wrapper_year=year)
+
+
+def year_of(stamp: Stamp, dated: Stamp) -> int | None:
+    """The year of ``stamp`` (a month and day without a year) written when ``dated`` was: the
+    same, or the one before or after across New Year (the wrapper in UTC, the program in local time)."""
+    if stamp.year is not None or stamp.month is None or dated.year is None or dated.month is None:
+        return None
+    if stamp.month == 12 and dated.month == 1:
+        return dated.year - 1
+    if stamp.month == 1 and dated.month == 12:
+        return dated.year + 1
+    return dated.year

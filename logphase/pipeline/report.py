@@ -209,6 +209,17 @@ class MemoryReport(BaseModel):
     avail_lines: dict[str, dict[str, int]] = Field(default_factory=dict, description="the line of each reading in avail_gb")
 
 
+class YearReport(BaseModel):
+    """The year given to stamps that print none (vLLM's ``INFO 11-18 18:07:28``, journald's), when no
+    stamp of the log says it."""
+
+    year: int = Field(description="the year the stamps were taken to be in (of the first such stamp)")
+    source: Literal["wrapper", "file_time", "current_year"] = Field(
+        description="wrapper: a dated wrapper around the line (docker -t, kubectl --timestamps); file_time: the "
+        "log file's modification time (the log was written by then); current_year: today (standard input)"
+    )
+
+
 class Report(BaseModel):
     """What logphase knows about one run of the server at this point of the log."""
 
@@ -253,6 +264,11 @@ class Report(BaseModel):
     config_line: int | None = Field(default=None, description="the line of the server_args dump")
     memory: MemoryReport = Field(description="GPU memory figures")
     lines: LinesReport = Field(description="how every line of the input was accounted for")
+    year_inferred: YearReport | None = Field(
+        default=None,
+        description="the log's stamps print no year and none of its stamps gave one: the year taken for them, and "
+        "from where; null when the stamps carry their year (SGLang's) or none was inferred (the times then show year 1)",
+    )
 
 
 def resolve_rank(name: str | None, ranks: Iterable[str]) -> str | None:

@@ -13,6 +13,7 @@ from logphase.faces.inputs import InputError, check_since, feed_all, open_input,
 from logphase.faces.options import add_color, add_expect_since, add_jobs, add_merge, add_server
 
 if TYPE_CHECKING:
+    from logphase.pipeline.clock import YearHint
     from logphase.pipeline.events import EventBase
     from logphase.pipeline.lines import LogicalLine
     from logphase.pipeline.merge import MergedReport
@@ -74,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
         out.write(f"{line.lineno}: {line.text}\n".encode(errors="replace"))
 
     engine = Engine(
+        year=year_hint(args.files[0]),
         source=source,
         since=args.since,
         on_unrecognized=print_unrecognized if args.unrecognized else None,
@@ -94,6 +96,13 @@ def run(args: argparse.Namespace) -> int:
         out.flush()  # already streamed while reading
         return OUTCOME_EXIT[report.outcome]
     return _print(report, args)
+
+
+def year_hint(name: str) -> YearHint:
+    """Where stamps without a year take theirs: the file's time, or today for standard input."""
+    from logphase.pipeline.clock import current_year_hint, file_time_hint
+
+    return (file_time_hint(name) if name != "-" else None) or current_year_hint()
 
 
 def _check_run(args: argparse.Namespace) -> None:
