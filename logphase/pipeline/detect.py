@@ -61,14 +61,17 @@ def _heads() -> tuple[re.Pattern[str], dict[str, StartRule]]:
 
 
 def server_start(env: Envelope) -> Start | None:
-    """The start this line shows: SGLang's own prefix, or a start line of a server's grammar."""
+    """The start this line shows: SGLang's own prefix, a start line of a server's grammar, or a
+    vLLM process prefix."""
     if env.stamped:
         return Start("sglang")
-    if env.process is not None:
+    found = _start_line(env.message) if env.message else None
+    if found is None and env.process is not None:
         return Start("vllm")  # only vLLM's processes print these prefixes (envelope.lark's vllm_process)
-    text = env.message
-    if not text:
-        return None
+    return found
+
+
+def _start_line(text: str) -> Start | None:
     heads, rows = _heads()
     m = heads.match(text)
     if m is None or m.lastgroup is None:

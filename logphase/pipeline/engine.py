@@ -104,7 +104,7 @@ class Engine:
         self._retimed_before = 0  # lines before this one were re-timed (clock.take_retiming)
         self._on_unrecognized = on_unrecognized
         self.unrecognized_sample: list[tuple[int, str]] = []
-        self._counts = {"events": 0, "unrecognized": 0, "blank": 0, "ignored": 0, "truncated": 0}
+        self._counts = {"events": 0, "unrecognized": 0, "blank": 0, "ignored": 0, "truncated": 0, "repeated": 0}
         self._truncated_line: int | None = None
         self._bad_stamps = 0  # lines whose stamp makes no valid time (read as text, time inherited)
         self._first_bad_stamp: tuple[int, str] | None = None
@@ -187,6 +187,7 @@ class Engine:
             physical=stats.physical,
             invalid_utf8=stats.invalid_utf8,
             overlong=stats.overlong,
+            repeated=c["repeated"],
         )
         report = build_report(
             machine,
@@ -394,6 +395,7 @@ class Engine:
         start = server_start(env)
         if start is not None:
             self._machine.note_start(start, line.lineno)
+        self._counts["repeated"] += env.repeated
         if line.partial and self._visibly_cut(line, env, ts):
             self._partial(line, env, ts, out)
             return

@@ -189,6 +189,11 @@ class LinesReport(BaseModel):
     physical: int = Field(default=0, description="lines as grep -c counts them")
     invalid_utf8: int = Field(default=0, description="lines with bytes that are not UTF-8 (replaced)")
     overlong: int = Field(default=0, description="lines longer than 64 KiB (the rest of the line is not read)")
+    repeated: int = Field(
+        default=0,
+        description="lines Ray folded into others ('[repeated 7x across cluster]': 7 more of that line, from other "
+        "actors): what the input stands for beyond its own lines (not in total)",
+    )
 
 
 class MemoryReport(BaseModel):
