@@ -228,8 +228,9 @@ class PhaseMachine:
         ``feed``. The stamps' minutes and seconds pass envelope.plain_minutes_valid. Keep in step with ``feed``
         and ``_fold``: tests/test_fast_path.py compares the two."""
         n = len(stamps)
-        if not n:
-            return 0
+        server = self.server or "sglang"  # SGLang's stamps (note_start's, for lines read the long way)
+        if not n or self.run.server not in (None, server):
+            return 0  # a run of another server: the long way starts SGLang's own
         run = self.run
         clocks = run.clock_by_writer
         taken = n
@@ -267,6 +268,7 @@ class PhaseMachine:
             if not taken:
                 return 0
         run.extend(_iso(stamps[0][0]), high, first_line + taken - 1)
+        run.server = server
         return taken
 
     # -- transitions ----------------------------------------------------------------------------
