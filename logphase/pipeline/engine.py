@@ -392,10 +392,7 @@ class Engine:
         if not self._gate_open:
             self._counts["ignored"] += 1
             return
-        start = server_start(env)
-        if start is not None:
-            self._machine.note_start(start, line.lineno)
-        self._counts["repeated"] += env.repeated
+        self._note_server(env, line.lineno)
         if line.partial and self._visibly_cut(line, env, ts):
             self._partial(line, env, ts, out)
             return
@@ -438,6 +435,13 @@ class Engine:
         if ts is None:
             self._own_time(found, env, line.lineno)
         self._emit(found, out)
+
+    def _note_server(self, env: Envelope, lineno: int) -> None:
+        """Which server the line shows (detect.py), and the lines Ray folded into it."""
+        start = server_start(env)
+        if start is not None:
+            self._machine.note_start(start, lineno)
+        self._counts["repeated"] += env.repeated
 
     def _own_time(self, event: ev.EventBase, env: Envelope, line: int) -> None:
         """A line no wrapper or SGLang prefix dates may carry its own time: PyTorch's glog stamp

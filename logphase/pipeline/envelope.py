@@ -298,30 +298,50 @@ def _repeated() -> re.Pattern[str]:
     return re.compile(terminal_pattern("envelope", "RAY_REPEATED"))
 
 
-def _split_envelope(text: str) -> Envelope:
-    wrapper, sglang, torch = _compiled()
-    pos, outer, writer, bad = 0, None, None, None
-    process, rank = None, None  # a process prefix's writer and rank (vLLM's child processes)
-    dated: Stamp | None = None  # the innermost wrapper time with a year
+class _Wrapped(NamedTuple):
+    """What the wrappers at the start of a line said: where they end, the innermost time (and the
+    innermost with a year), the writer, a stamp that makes no time, a process prefix and its rank."""
+
+    end: int = 0
+    outer: Stamp | None = None
+    dated: Stamp | None = None
+    writer: str | None = None
+    bad: str | None = None
+    process: str | None = None
+    rank: str | None = None
+
+
+def _peel_wrappers(text: str, wrapper: re.Pattern[str]) -> _Wrapped:
+    found = _Wrapped()
     for _ in range(MAX_WRAPPERS):
-        m = wrapper.match(text, pos)
-        if m is None or m.end() == pos:
+        m = wrapper.match(text, found.end)
+        if m is None or m.end() == found.end:
             break
         parts = _parts(m)
         for name, value in parts.items():
             if name.endswith("_TIME"):
-                stamp = parse_stamp(name, value)
-                if stamp is None:
-                    bad = value.strip()
-                dated = stamp if stamp is not None and stamp.year is not None else dated
-                outer = stamp or outer
+                found = _with_time(found, parse_stamp(name, value), value)
             elif name == "PROCESS_SOURCE":
                 # the process writes the line: named by its whole prefix, whatever logger prints inside
-                process = writer = m.group(0).strip()[1:-1]
-                rank = process_rank(parts) or rank
-            elif name.endswith("_SOURCE") and process is None:
-                writer = value.strip()  # the innermost wrapper that names one
-        pos = m.end()
+                process = m.group(0).strip()[1:-1]
+                found = found._replace(process=process, writer=process, rank=process_rank(parts) or found.rank)
+            elif name.endswith("_SOURCE") and found.process is None:
+                found = found._replace(writer=value.strip())  # the innermost wrapper that names one
+        found = found._replace(end=m.end())
+    return found
+
+
+def _with_time(found: _Wrapped, stamp: Stamp | None, written: str) -> _Wrapped:
+    if stamp is None:
+        return found._replace(bad=written.strip())
+    return found._replace(outer=stamp, dated=stamp if stamp.year is not None else found.dated)
+
+
+def _split_envelope(text: str) -> Envelope:
+    wrapper, sglang, torch = _compiled()
+    wrapped = _peel_wrappers(text, wrapper)
+    pos, outer, writer, bad = wrapped.end, wrapped.outer, wrapped.writer, wrapped.bad
+    process, rank, dated = wrapped.process, wrapped.rank, wrapped.dated
     if text.startswith(DOCKER_JSON_START, pos):
         found = docker_json(text[pos:])
         if found is not None:
