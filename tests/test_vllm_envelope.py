@@ -331,3 +331,17 @@ def test_schema_documents_server_version_and_year() -> None:
     props = schema["properties"]
     assert {"server", "version", "year_inferred"} <= set(props)
     assert "start lines" in json.dumps(props["server"])
+
+
+def test_shared_envelope_peels_what_the_vllm_envelope_reads() -> None:
+    """grammars/vllm/vllm_envelope.lark is the reference of vLLM's prefixes: the shared envelope
+    leaves the same message (VLLM_LOGGING_PREFIX, free text before the level, aside)."""
+    from tests.test_vllm_grammar import ENVELOPES
+
+    checked = 0
+    for line, expected, message in ENVELOPES:
+        if "LOGGING_PREFIX" in expected:
+            continue
+        assert split_envelope(line).message == (message or ""), line
+        checked += 1
+    assert checked >= 15
