@@ -53,7 +53,7 @@ def serving() -> Report:
 
 def test_the_headline_says_ready_then_failed_while_serving(serving: Report) -> None:
     assert headline(serving) == HEADLINE
-    assert render_text(serving).splitlines()[0] == f"serving.log: {HEADLINE}"
+    assert render_text(serving).splitlines()[0] == f"serving.log (SGLang): {HEADLINE}"
     assert describe_failure(serving).startswith("cuda_oom while serving on TP0 at line 15: torch.OutOfMemoryError")
 
 

@@ -73,3 +73,15 @@ def _positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value
+
+
+def add_server(p: argparse.ArgumentParser) -> None:
+    """--server: which server wrote the log, when its lines do not say (or say it wrongly)."""
+    from logphase.servers.names import SERVERS
+
+    p.add_argument(
+        "--server",
+        choices=SERVERS,
+        help="the server that wrote the log: every run is reported as this server's (default: from the "
+        "server's own start lines, per run)",
+    )

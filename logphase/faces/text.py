@@ -6,7 +6,7 @@ import os
 from collections.abc import Callable, Mapping
 from typing import IO
 
-from logphase.faces.wording import clip, first_line, fmt_duration, headline, plural
+from logphase.faces.wording import clip, first_line, fmt_duration, headline, plural, server_label
 from logphase.pipeline.report import FailureReport, LinesReport, PhaseReport, RankSpan, Report, UnaccountedReport
 from logphase.pipeline.runs import seconds_between
 
@@ -82,7 +82,9 @@ def render_text(report: Report, color: bool = False, nodes: Mapping[str, str] | 
 
 def _title(report: Report, color: bool, nodes: Mapping[str, str] | None) -> list[str]:
     runs = f" (run {report.run} of {report.runs}, from line {report.run_start_line})" if report.runs > 1 else ""
-    return [f"{report.source}: {_paint(headline(report), report.outcome, color)}{runs}"]
+    label = server_label(report)
+    server = f" ({label})" if label else ""
+    return [f"{report.source}{server}: {_paint(headline(report), report.outcome, color)}{runs}"]
 
 
 def _model(report: Report, color: bool, nodes: Mapping[str, str] | None) -> list[str]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from logphase.pipeline.report import FailureReport, PhaseReport, Report
+from logphase.servers.names import SERVER_NAMES
 
 ELLIPSIS = "…"
 
@@ -52,6 +53,15 @@ def plural(count: int, word: str, many: str | None = None) -> str:
 
 def current_phase(report: Report) -> PhaseReport | None:
     return next((p for p in report.phases if p.name == report.phase), None)
+
+
+def server_label(report: Report) -> str | None:
+    """'vLLM 0.10.2', 'SGLang': the run's server and version as a headline names them; None when
+    the log does not show which server it is."""
+    if report.server is None:
+        return None
+    name = SERVER_NAMES.get(report.server, report.server)
+    return f"{name} {report.version}" if report.version else name
 
 
 def headline(report: Report) -> str:

@@ -74,6 +74,8 @@ def build_report(
     phases = _phases(run, failure, failed_at)
     return Report(
         source=source,
+        server=run.server or machine.server or ("sglang" if run.seen_sglang else None),
+        version=run.version,
         outcome=outcome,
         phase=phase,
         phases=phases,

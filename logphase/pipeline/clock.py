@@ -1,7 +1,9 @@
 """Times as the log prints them -> one comparable form, ``YYYY-MM-DDTHH:MM:SS[.ffffff]``.
 
 A stamp without a date (``[09:20:26 TP0]``, a journald or glog time without the year) takes its
-date from SGLang's stamp before it (with none, 0001-01-01); a time of day more than half a day
+date from SGLang's stamp before it (with none, 0001-01-01; a month and day without a year, as vLLM
+and journald print them, take the year of a dated wrapper around them, else of the file's time or
+today when the reader gives one: ``YearHint``, said in the report); a time of day more than half a day
 before the one before it is on the next day (midnight passed), so durations still work.
 
 A wrapper's time (docker, kubectl, CI) is another clock than SGLang's, often in another zone
@@ -17,8 +19,10 @@ the wrapper's time: they are re-timed once that stamp comes (``take_retiming``).
 from __future__ import annotations
 
 import calendar
+import os
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
+from typing import Literal, NamedTuple
 
 from logphase.pipeline.envelope import Envelope, Stamp
 
@@ -34,10 +38,36 @@ _DRIFT_S = 120.0
 Retiming = Callable[[str], str]
 
 
+class YearHint(NamedTuple):
+    """Where a year comes from for stamps that print none (vLLM's ``INFO 11-18 18:07:28``,
+    journald's ``Nov 30 12:00:00``) when no stamp of the log gives one: a day the log was written
+    by (its file's time, or today), and which it is."""
+
+    by: date
+    source: Literal["file_time", "current_year"]
+
+
+def file_time_hint(path: str) -> YearHint | None:
+    """The file's modification time: its last line was written then, every earlier one before."""
+    try:
+        return YearHint(datetime.fromtimestamp(os.stat(path).st_mtime).date(), "file_time")
+    except (OSError, ValueError, OverflowError):
+        return None
+
+
+def current_year_hint() -> YearHint:
+    """Today: standard input, a pipe, or a file whose time says nothing."""
+    return YearHint(date.today(), "current_year")
+
+
 class LogClock:
     """The dates and the wrapper's zone a log's stamps have shown so far."""
 
-    def __init__(self) -> None:
+    def __init__(self, year: YearHint | None = None) -> None:
+        """``year``: where stamps without a year take theirs when the log gives none (else year 1)."""
+        self._year_hint = year
+        # the year given to stamps that print none, and where it came from (the report says it)
+        self.year_inferred: tuple[int, str] | None = None
         self._date: tuple[int, int, int] | None = None  # the date of SGLang's last stamp
         self._time_of_day: str | None = None  # the time of day of SGLang's last stamp
         self._zone_s: float | None = None  # SGLang's time minus the wrapper's, once learned
@@ -96,7 +126,7 @@ class LogClock:
             return ts
         if env.outer is None:
             return None
-        return self._wrapper_time(env.outer)
+        return self._wrapper_time(env.outer, env.wrapper_year)
 
     def take_retiming(self) -> Retiming | None:
         """Once: how the times given to lines before SGLang's first stamp (the wrapper's, in a zone
@@ -155,8 +185,8 @@ class LogClock:
             return False
         return True
 
-    def _wrapper_time(self, outer: Stamp) -> str | None:
-        wrapper = self._outer_iso(outer)
+    def _wrapper_time(self, outer: Stamp, wrapper_year: int | None = None) -> str | None:
+        wrapper = self._outer_iso(outer, wrapper_year)
         if wrapper is None:
             return None
         if self._server_high is None:
@@ -171,16 +201,35 @@ class LogClock:
         at = max(shifted, self._server_high)
         return _iso(at, "." in wrapper or at.microsecond != 0)
 
-    def _outer_iso(self, outer: Stamp) -> str | None:
-        """A wrapper's stamp in ISO form (a missing year or date: SGLang's last), without changing
-        what SGLang's stamps have shown. None when it makes no date (Feb 29 of a year without one)."""
+    def _outer_iso(self, outer: Stamp, wrapper_year: int | None = None) -> str | None:
+        """A wrapper's stamp in ISO form (a missing year or date: SGLang's last; before any, the
+        year inferred: see :meth:`_inferred_year`), without changing what SGLang's stamps have shown.
+        None when it makes no date (Feb 29 of a year without one)."""
         year, month, day = self._date or (1, 1, 1)
         if outer.month is not None and outer.day is not None:
+            if outer.year is None and self._date is None:
+                year = self._inferred_year(outer.month, outer.day, wrapper_year)
             year, month, day = outer.year or year, outer.month, outer.day
         try:
             return datetime(year, month, day).date().isoformat() + "T" + outer.time
         except ValueError:
             return None
+
+    def _inferred_year(self, month: int, day: int, wrapper_year: int | None) -> int:
+        """The year of a month and day printed without one, before any stamp of the log gave a
+        year: a dated wrapper's around it, else the latest year that puts the day no later than the
+        hint's day (the log was written by then: Dec 31 before a January file time is last year's),
+        else 1 (unknown)."""
+        if wrapper_year is not None:
+            found: tuple[int, str] = (wrapper_year, "wrapper")
+        elif self._year_hint is not None:
+            by = self._year_hint.by
+            found = (by.year if (month, day) <= (by.month, by.day) else by.year - 1, self._year_hint.source)
+        else:
+            return 1
+        if self.year_inferred is None or (found[1] == "wrapper" and self.year_inferred[1] != "wrapper"):
+            self.year_inferred = found
+        return found[0]
 
     def _settle_early_lines(self, first: datetime) -> None:
         """SGLang's first stamp came: the wrapper's times before it move into SGLang's zone (when

@@ -17,7 +17,8 @@ from logphase.pipeline import events as ev
 from logphase.pipeline.build_report import build_report
 from logphase.pipeline.bulk import BulkReader, QuietLines
 from logphase.pipeline.classify import classify, foreign_source
-from logphase.pipeline.clock import LogClock
+from logphase.pipeline.clock import LogClock, YearHint, file_time_hint
+from logphase.pipeline.detect import server_start
 from logphase.pipeline.envelope import Envelope, Stamp, split_envelope, valid_stamp
 from logphase.pipeline.events import LineInfo
 from logphase.pipeline.grammars import terminal_pattern
@@ -26,7 +27,8 @@ from logphase.pipeline.machine import PhaseMachine
 from logphase.pipeline.messages import MESSAGES
 from logphase.pipeline.records import RecordAssembler, cut_header, line_shape, opens_record
 from logphase.pipeline.redact import redact_text
-from logphase.pipeline.report import LinesReport, Report, WarningReport, normalize_expect
+from logphase.pipeline.report import LinesReport, Report, WarningReport, YearReport, normalize_expect
+from logphase.servers.names import Server
 
 # Raw text kept on an event; the rest of a long line is reachable through its line number.
 MAX_RAW_CHARS = 2000
@@ -60,21 +62,27 @@ class Engine:
         since: str | None = None,
         on_unrecognized: Callable[[LogicalLine], None] | None = None,
         collect_events: bool = True,
+        server: Server | None = None,
+        year: YearHint | None = None,
     ) -> None:
+        """``server`` says which server wrote the log (``--server``): every run is that server's,
+        whatever its start lines show. ``year``: where stamps that print no year (vLLM's) take it
+        when no line of the log says it (``clock.file_time_hint``, ``clock.current_year_hint``)."""
         self.source = source
         self._collect = collect_events
         self._splitter = LineSplitter()
         self._records = RecordAssembler()
         self._machine = PhaseMachine()
+        self._machine.server = server
         self._since = normalize_time(since) if since else None
         self._gate_open = self._since is None
         self._last_ts: str | None = None
-        self._clock = LogClock()
+        self._clock = LogClock(year)
         self._wrapped: tuple[int, str | None, Stamp | None] = (0, None, None)  # the last wrapped physical line
         self._retimed_before = 0  # lines before this one were re-timed (clock.take_retiming)
         self._on_unrecognized = on_unrecognized
         self.unrecognized_sample: list[tuple[int, str]] = []
-        self._counts = {"events": 0, "unrecognized": 0, "blank": 0, "ignored": 0, "truncated": 0}
+        self._counts = {"events": 0, "unrecognized": 0, "blank": 0, "ignored": 0, "truncated": 0, "repeated": 0}
         self._truncated_line: int | None = None
         self._bad_stamps = 0  # lines whose stamp makes no valid time (read as text, time inherited)
         self._first_bad_stamp: tuple[int, str] | None = None
@@ -153,6 +161,7 @@ class Engine:
             physical=stats.physical,
             invalid_utf8=stats.invalid_utf8,
             overlong=stats.overlong,
+            repeated=c["repeated"],
         )
         report = build_report(
             machine,
@@ -166,6 +175,9 @@ class Engine:
         )
         if self._first_bad_stamp is not None:
             report.warnings.append(self._bad_stamp_warning(self._first_bad_stamp))
+        if self._clock.year_inferred is not None:
+            year, source = self._clock.year_inferred
+            report.year_inferred = YearReport.model_validate({"year": year, "source": source})
         return report
 
     def _bad_stamp_warning(self, first: tuple[int, str]) -> WarningReport:
@@ -200,6 +212,7 @@ class Engine:
         if not self._gate_open:
             self._counts["ignored"] += 1
             return
+        self._note_server(env, line.lineno)
         if line.partial and self._visibly_cut(line, env, ts):
             self._partial(line, env, ts, out)
             return
@@ -299,6 +312,13 @@ class Engine:
             self.unrecognized_sample.append((line.lineno, line.text[:300]))
         if self._on_unrecognized is not None:
             self._on_unrecognized(line)
+
+    def _note_server(self, env: Envelope, lineno: int) -> None:
+        """Which server the line shows (detect.py), and the lines Ray folded into it."""
+        start = server_start(env)
+        if start is not None:
+            self._machine.note_start(start, lineno)
+        self._counts["repeated"] += env.repeated
 
     def _own_time(self, event: ev.EventBase, env: Envelope, line: int) -> None:
         """A line no wrapper or SGLang prefix dates may carry its own time: PyTorch's glog stamp
@@ -526,10 +546,11 @@ def parse_stream(
     expect: Mapping[str, object] | None = None,
     since: str | None = None,
     head: bytes = b"",
+    year: YearHint | None = None,
 ) -> Report:
     """The report on a log read through ``read`` (``head`` already read from it), in blocks with
-    constant memory: its last run."""
-    engine = Engine(source=source, since=since, collect_events=False)
+    constant memory: its last run. ``year``: where year-less stamps take their year (``Engine``)."""
+    engine = Engine(source=source, since=since, collect_events=False, year=year)
     return read_all(engine, read, head).report(expect)
 
 
@@ -540,4 +561,4 @@ def parse_file(path: str | os.PathLike[str], expect: Mapping[str, object] | None
     ``since`` ignores output stamped before that time. OSError if the file cannot be read."""
     name = os.fspath(path)
     with open(name, "rb") as handle:
-        return parse_stream(handle.read, name, expect, since)
+        return parse_stream(handle.read, name, expect, since, year=file_time_hint(name))

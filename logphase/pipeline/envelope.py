@@ -46,6 +46,13 @@ class Envelope(NamedTuple):
     # paste): it is text, not a time, and the line takes its time from the lines before it
     bad_stamp: str | None = None
     sglang_prefix: bool = False  # SGLang's prefix was there, its stamp one of those bad ones
+    # Ray folded this many more of the same line (other actors) into it: "[repeated 7x across cluster]"
+    repeated: int = 0
+    # a process prefix of vLLM's ("(EngineCore_DP0 pid=104) ", "(VllmWorker rank=1 pid=9) "): a vLLM line
+    process: str | None = None
+    # the year of a dated wrapper around a time printed without one (docker -t around vLLM's
+    # "INFO 11-18 18:07:28 ..."): the year that time is in
+    wrapper_year: int | None = None
 
     @property
     def stamped(self) -> bool:
@@ -58,6 +65,10 @@ class Envelope(NamedTuple):
         if self.writer is None:
             return self.torch_rank
         return f"{self.writer}|{self.torch_rank or ''}"
+
+
+# the terminals whose text the envelope keeps: a time, a writer, a stream, a rank tag
+_CAPTURED_KINDS = ("_TIME", "_SOURCE", "_STREAM", "_RANK")
 
 
 def _alternatives(rule: str) -> list[str]:
@@ -89,7 +100,7 @@ def _alternatives(rule: str) -> list[str]:
             if isinstance(symbol, Terminal):
                 body = f"(?:{terminal_pattern('envelope', str(symbol.name))})"
                 name = str(symbol.name)
-                if name.endswith(("_TIME", "_SOURCE", "_STREAM")) or name in ("TIMESTAMP", "LEVEL", "PIPE_LEVEL", "STREAM"):
+                if name.endswith(_CAPTURED_KINDS) or name in ("TIMESTAMP", "LEVEL", "PIPE_LEVEL", "STREAM"):
                     body = f"(?P<{rule}_{i}__{name}>{body})"
                 pattern += body
             elif isinstance(symbol, NonTerminal):
@@ -257,10 +268,80 @@ def _iso_time() -> re.Pattern[str]:
     return re.compile(terminal_pattern("envelope", "ISO_TIME"))
 
 
+def process_rank(parts: dict[str, str]) -> str | None:
+    """The rank tag a process prefix names (envelope.lark's *_RANK parts): 'VllmWorker rank=1' ->
+    'TP1', 'Worker_DP1_TP0' -> 'DP1 TP0', a worker known by its pid -> 'pid=232' (Ray's with its
+    node: 'pid=609874 ip=10.0.0.2'); None for the server's own processes (engine core, front end)."""
+    if "TP_RANK" in parts:
+        return f"TP{parts['TP_RANK']}"
+    if "TAGS_RANK" in parts:
+        return parts["TAGS_RANK"].replace("_", " ")
+    if "PID_WORKER_RANK" in parts:
+        return parts.get("PROCESS_SOURCE", "").replace(",", "") or None
+    return None
+
+
 def split_envelope(text: str) -> Envelope:
-    """Peel a line's envelope: wrappers, torchrun's prefix, SGLang's prefix; the rest is the message."""
+    """Peel a line's envelope: wrappers, torchrun's prefix, SGLang's prefix; the rest is the message
+    (without Ray's ``[repeated Nx across cluster]``, kept as ``repeated``)."""
+    env = _split_envelope(text)
+    if not env.message.endswith("]") and not env.message.endswith(("] ", "]\t")):
+        return env
+    m = _repeated().search(env.message)
+    if m is None:
+        return env
+    return env._replace(message=env.message[: m.start()], repeated=int(m.group(1)))
+
+
+@cache
+def _repeated() -> re.Pattern[str]:
+    return re.compile(terminal_pattern("envelope", "RAY_REPEATED"))
+
+
+class _Wrapped(NamedTuple):
+    """What the wrappers at the start of a line said: where they end, the innermost time (and the
+    innermost with a year), the writer, a stamp that makes no time, a process prefix and its rank."""
+
+    end: int = 0
+    outer: Stamp | None = None
+    dated: Stamp | None = None
+    writer: str | None = None
+    bad: str | None = None
+    process: str | None = None
+    rank: str | None = None
+
+
+def _peel_wrappers(text: str, wrapper: re.Pattern[str]) -> _Wrapped:
+    found = _Wrapped()
+    for _ in range(MAX_WRAPPERS):
+        m = wrapper.match(text, found.end)
+        if m is None or m.end() == found.end:
+            break
+        parts = _parts(m)
+        for name, value in parts.items():
+            if name.endswith("_TIME"):
+                found = _with_time(found, parse_stamp(name, value), value)
+            elif name == "PROCESS_SOURCE":
+                # the process writes the line: named by its whole prefix, whatever logger prints inside
+                process = m.group(0).strip()[1:-1]
+                found = found._replace(process=process, writer=process, rank=process_rank(parts) or found.rank)
+            elif name.endswith("_SOURCE") and found.process is None:
+                found = found._replace(writer=value.strip())  # the innermost wrapper that names one
+        found = found._replace(end=m.end())
+    return found
+
+
+def _with_time(found: _Wrapped, stamp: Stamp | None, written: str) -> _Wrapped:
+    if stamp is None:
+        return found._replace(bad=written.strip())
+    return found._replace(outer=stamp, dated=stamp if stamp.year is not None else found.dated)
+
+
+def _split_envelope(text: str) -> Envelope:
     wrapper, sglang, torch = _compiled()
-    pos, outer, writer, bad = _peel_wrappers(wrapper, text)
+    wrapped = _peel_wrappers(text, wrapper)
+    pos, outer, writer, bad = wrapped.end, wrapped.outer, wrapped.writer, wrapped.bad
+    process, rank, dated = wrapped.process, wrapped.rank, wrapped.dated
     if text.startswith(DOCKER_JSON_START, pos):
         carried = _docker_carried(text[pos:], outer, writer, bad)
         if carried is not None:
@@ -280,29 +361,10 @@ def split_envelope(text: str) -> Envelope:
             tags = parts.get("TAGS", "").strip() or None
             if stamp is None:
                 bad = written.strip()
-            return Envelope(stamp, tags or torch_rank, text[m.end() :], torch_rank, outer, writer, bad, stamp is None)
-    return Envelope(None, torch_rank, text[pos:], torch_rank, outer, writer, bad)
-
-
-def _peel_wrappers(wrapper: re.Pattern[str], text: str) -> tuple[int, Stamp | None, str | None, str | None]:
-    """The wrappers around a line (docker, kubectl, compose, Ray ...), outermost first: (where
-    the rest starts, the innermost time that makes one, the innermost writer named, the last time
-    that makes none)."""
-    pos, outer, writer, bad = 0, None, None, None
-    for _ in range(MAX_WRAPPERS):
-        m = wrapper.match(text, pos)
-        if m is None or m.end() == pos:
-            break
-        for name, value in _parts(m).items():
-            if name.endswith("_TIME"):
-                stamp = parse_stamp(name, value)
-                if stamp is None:
-                    bad = value.strip()
-                outer = stamp or outer
-            elif name.endswith("_SOURCE"):
-                writer = value.strip()  # the innermost wrapper that names one
-        pos = m.end()
-    return pos, outer, writer, bad
+            env = Envelope(stamp, tags or rank or torch_rank, text[m.end() :], torch_rank, outer, writer, bad, stamp is None)
+            return env._replace(process=process) if process is not None else env
+    year = year_of(outer, dated) if outer is not None and dated is not None else None
+    return Envelope(None, rank or torch_rank, text[pos:], torch_rank, outer, writer, bad, process=process, wrapper_year=year)
 
 
 def _docker_carried(record: str, outer: Stamp | None, writer: str | None, bad: str | None) -> Envelope | None:
@@ -318,3 +380,15 @@ def _docker_carried(record: str, outer: Stamp | None, writer: str | None, bad: s
         writer=inner.writer or stream or writer,
         bad_stamp=inner.bad_stamp or bad_time or bad,
     )
+
+
+def year_of(stamp: Stamp, dated: Stamp) -> int | None:
+    """The year of ``stamp`` (a month and day without a year) written when ``dated`` was: the
+    same, or the one before or after across New Year (the wrapper in UTC, the program in local time)."""
+    if stamp.year is not None or stamp.month is None or dated.year is None or dated.month is None:
+        return None
+    if stamp.month == 12 and dated.month == 1:
+        return dated.year - 1
+    if stamp.month == 1 and dated.month == 12:
+        return dated.year + 1
+    return dated.year

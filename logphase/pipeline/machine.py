@@ -13,12 +13,14 @@ from collections.abc import Callable
 from operator import itemgetter
 
 from logphase.pipeline import events as ev
+from logphase.pipeline.detect import Start
 from logphase.pipeline.diagnosis import Severity, assess
 from logphase.pipeline.envelope import valid_plain_stamp
 from logphase.pipeline.facts import note_facts
 from logphase.pipeline.messages import SCHEDULER_RULES, evidence_of, stream_of
 from logphase.pipeline.phases import Phase, Role, Transition
 from logphase.pipeline.runs import Incident, Run, Span, Track, seconds_between
+from logphase.servers.names import Server
 
 # A timestamp this far behind the latest one seen means another run's lines, not interleaving.
 CLOCK_JUMP_BACK_S = 120.0
@@ -81,6 +83,7 @@ def advance(clocks: dict[str | None, str], writer: str | None, ts: str) -> None:
 class PhaseMachine:
     def __init__(self) -> None:
         self.runs: list[Run] = [Run(index=1, start_line=1)]
+        self.server: Server | None = None  # the server every run is (--server), whatever its lines show
 
     @property
     def run(self) -> Run:
@@ -209,6 +212,23 @@ class PhaseMachine:
         for run in self.runs:
             run.retime(moved)
 
+    def note_start(self, start: Start, line: int) -> None:
+        """A line that shows which server runs (detect.py). A start of another server than the
+        run's, or a server's launch line again once its run went on, starts a run of its own."""
+        if self.server is not None and start.server != self.server:
+            start = Start(self.server)  # --server: every run is that server's (another's version is not its)
+        run = self.run
+        if line < run.start_line or (run.server == start.server and not start.begins and start.version is None):
+            return
+        relaunch = start.begins and run.begun_line is not None and run.last_line > run.begun_line
+        if (run.server is not None and run.server != start.server) or relaunch:
+            run = self._new_run(line)
+        run.server = start.server
+        run.version = run.version or start.version
+        if start.begins and run.begun_line is None:
+            run.begun_line = line
+        run.last_line = max(run.last_line, line)
+
     def note_line(self, ts: str, line: int) -> None:
         """An SGLang log line that is no known message: it moves the run's clock, and shows that
         the server was at least launched."""
@@ -234,8 +254,9 @@ class PhaseMachine:
         (where feed starts a new run this stops: that line needs ``feed``, as does one whose stamp
         is no valid time), ``advance`` of the writer's clock, and ``_fold``'s ``run.extend``.
         Returns how many lines it took. tests/test_fast_path.py compares the two paths."""
-        if not stamps:
-            return 0
+        server = self.server or "sglang"  # SGLang's stamps (note_start's, for lines read the long way)
+        if not stamps or self.run.server not in (None, server):
+            return 0  # a run of another server: the long way starts SGLang's own
         run = self.run
         low, top = stamps[0][0], stamps[-1][0]
         in_order = (
@@ -244,6 +265,7 @@ class PhaseMachine:
         taken, high = self._plain_in_order(run, stamps) if in_order else self._plain_one_by_one(run, stamps)
         if taken and high is not None:
             run.extend(_iso(stamps[0][0]), high, first_line + taken - 1)
+            run.server = server
         return taken
 
     def _plain_in_order(self, run: Run, stamps: list[tuple[bytes, bytes]]) -> tuple[int, str | None]:

@@ -267,6 +267,8 @@ def _combined(
     partial = any(r.total_startup_s is None and r.outcome != "starting" for r in members)
     return Report(
         source=" + ".join(r.source for r in members),
+        server=next((r.server for r in members if r.server is not None), None),
+        version=next((r.version for r in members if r.version is not None), None),
         outcome=outcome,
         phase=phase,
         phases=phases,

@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 
 from logphase.pipeline.causes import Cause
 from logphase.pipeline.phases import Phase
+from logphase.servers.names import Server
 
 # 2: provenance (first/last line of phases and rank spans, time and rank of the failure and of each
 # consequence, structured warning values), unaccounted time between phases, new warning kinds
@@ -188,6 +189,11 @@ class LinesReport(BaseModel):
     physical: int = Field(default=0, description="lines as grep -c counts them")
     invalid_utf8: int = Field(default=0, description="lines with bytes that are not UTF-8 (replaced)")
     overlong: int = Field(default=0, description="lines longer than 64 KiB (the rest of the line is not read)")
+    repeated: int = Field(
+        default=0,
+        description="lines Ray folded into others ('[repeated 7x across cluster]': 7 more of that line, from other "
+        "actors): what the input stands for beyond its own lines (not in total)",
+    )
 
 
 class MemoryReport(BaseModel):
@@ -208,11 +214,30 @@ class MemoryReport(BaseModel):
     avail_lines: dict[str, dict[str, int]] = Field(default_factory=dict, description="the line of each reading in avail_gb")
 
 
+class YearReport(BaseModel):
+    """The year given to stamps that print none (vLLM's ``INFO 11-18 18:07:28``, journald's), when no
+    stamp of the log says it."""
+
+    year: int = Field(description="the year the stamps were taken to be in (of the first such stamp)")
+    source: Literal["wrapper", "file_time", "current_year"] = Field(
+        description="wrapper: a dated wrapper around the line (docker -t, kubectl --timestamps); file_time: the "
+        "log file's modification time (the log was written by then); current_year: today (standard input)"
+    )
+
+
 class Report(BaseModel):
     """What logphase knows about one run of the server at this point of the log."""
 
     schema_version: int = Field(default=SCHEMA_VERSION, description="version of this JSON contract")
     source: str = Field(description="file name, or <stdin>")
+    server: Server | None = Field(
+        default=None,
+        description="the server of this run, from its own start lines (SGLang's log prefix; vLLM's version, engine "
+        "or launch lines), or as --server said; null when no line of the run shows it",
+    )
+    version: str | None = Field(
+        default=None, description="the server's version, when the run printed it (vLLM's start lines: '0.10.2'); else null"
+    )
     outcome: Outcome = Field(description="ready, failed or starting")
     phase: Phase | None = Field(
         description="the furthest phase any rank entered; on failure, the phase the root cause struck in; "
@@ -244,6 +269,11 @@ class Report(BaseModel):
     config_line: int | None = Field(default=None, description="the line of the server_args dump")
     memory: MemoryReport = Field(description="GPU memory figures")
     lines: LinesReport = Field(description="how every line of the input was accounted for")
+    year_inferred: YearReport | None = Field(
+        default=None,
+        description="the log's stamps print no year and none of its stamps gave one: the year taken for them, and "
+        "from where; null when the stamps carry their year (SGLang's) or none was inferred (the times then show year 1)",
+    )
 
 
 def resolve_rank(name: str | None, ranks: Iterable[str]) -> str | None:

@@ -13,6 +13,7 @@ from logphase.pipeline import events as ev
 from logphase.pipeline.causes import Cause
 from logphase.pipeline.diagnosis import Assessment, Severity
 from logphase.pipeline.phases import Phase
+from logphase.servers.names import Server
 
 # The consequences a report lists (the first ones in line order); the run keeps one more, for
 # the case where the root is among them.
@@ -214,6 +215,9 @@ class Run:
     requests_posted: int = 0  # POST requests served before ready (the warmup sends one)
     node_ranks: set[object] = field(default_factory=set)  # the --node-rank of each server_args dump
     retired: bool = False  # an early run of a file with many: only its place is kept (machine.KEEP_RUNS)
+    server: Server | None = None  # the server its own start lines show (detect.py): "sglang", "vllm"
+    version: str | None = None  # the server's version, when a start line printed it
+    begun_line: int | None = None  # the line of the server's first launch line ("vLLM API server version")
 
     def retime(self, moved: Callable[[str], str]) -> None:
         """Every time the run holds, moved (lines dated by a wrapper before its zone was known)."""

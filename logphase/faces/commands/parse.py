@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING
 
 from logphase.faces.exit_codes import OUTCOME_EXIT
 from logphase.faces.inputs import InputError, check_since, feed_all, open_input, parse_expect, read_head
-from logphase.faces.options import add_color, add_expect_since, add_jobs, add_merge
+from logphase.faces.options import add_color, add_expect_since, add_jobs, add_merge, add_server
 
 if TYPE_CHECKING:
+    from logphase.pipeline.clock import YearHint
     from logphase.pipeline.events import EventBase
     from logphase.pipeline.lines import LogicalLine
     from logphase.pipeline.merge import MergedReport
@@ -35,6 +36,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_jobs(p)
     add_merge(p)
     add_expect_since(p)
+    add_server(p)
     p.add_argument("--run", type=int, metavar="N", help="report on run N of the file (1 is the first; default: the last)")
     p.add_argument("--events", action="store_true", help="print the typed events as JSON Lines instead of the report")
     p.add_argument("--unrecognized", action="store_true", help="print the lines no grammar recognised (line number and text)")
@@ -49,6 +51,8 @@ def run(args: argparse.Namespace) -> int:
     expect = parse_expect(args.expect)
     check_since(args.since)
     _check_run(args)
+    if args.server is not None and (args.merge or len(args.files) > 1):
+        raise InputError("--server applies to one log at a time")
     if args.merge:
         return _merged(args, expect)
     if len(args.files) > 1:
@@ -57,8 +61,10 @@ def run(args: argparse.Namespace) -> int:
     out = sys.stdout.buffer
     report, head = read_head(handle, source)
     if report is not None:
-        if args.events or args.unrecognized or args.since or expect or args.run is not None:
-            raise InputError(f"{source}: a saved report: --run, --events, --unrecognized, --since and --expect apply to logs")
+        if args.events or args.unrecognized or args.since or expect or args.run is not None or args.server:
+            raise InputError(
+                f"{source}: a saved report: --run, --events, --unrecognized, --since, --expect and --server apply to logs"
+            )
         from logphase.pipeline.merge import MergedReport
 
         if isinstance(report, MergedReport):  # a saved `parse --merge --json`: printed as --merge prints it
@@ -69,10 +75,12 @@ def run(args: argparse.Namespace) -> int:
         out.write(f"{line.lineno}: {line.text}\n".encode(errors="replace"))
 
     engine = Engine(
+        year=year_hint(args.files[0]),
         source=source,
         since=args.since,
         on_unrecognized=print_unrecognized if args.unrecognized else None,
         collect_events=args.events,  # the report alone is the same without them, and much faster
+        server=args.server,
     )
 
     def emit_events(events: list[EventBase]) -> None:
@@ -88,6 +96,13 @@ def run(args: argparse.Namespace) -> int:
         out.flush()  # already streamed while reading
         return OUTCOME_EXIT[report.outcome]
     return _print(report, args)
+
+
+def year_hint(name: str) -> YearHint:
+    """Where stamps without a year take theirs: the file's time, or today for standard input."""
+    from logphase.pipeline.clock import current_year_hint, file_time_hint
+
+    return (file_time_hint(name) if name != "-" else None) or current_year_hint()
 
 
 def _check_run(args: argparse.Namespace) -> None:
