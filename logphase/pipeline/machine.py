@@ -192,6 +192,7 @@ class PhaseMachine:
                 main.phase = Phase.LAUNCH
         if run.first_entry is None or run.first_entry[0] is not Phase.LAUNCH:
             run.first_entry = (Phase.LAUNCH, event.line)
+        run.launch_marked = True
 
     def _assess(self, run: Run, event: ev.EventBase) -> None:
         """A failure or a note the event states, as an incident of the run."""
@@ -364,6 +365,8 @@ class PhaseMachine:
         first = run.first_entry is None
         if first:
             run.first_entry = (phase, line)
+        if phase is Phase.LAUNCH and role is Role.BEGIN:
+            run.launch_marked = True
         # the first phase of a log that starts mid-run began before its first line
         track.enter(phase, ts, line, lower_bound=first and phase is not Phase.LAUNCH and role is not Role.BEGIN)
 

@@ -207,6 +207,9 @@ class Run:
     last_line: int = 0
     # how the run's first phase was entered: anything but the launch means the log starts mid-run
     first_entry: tuple[Phase, int] | None = None
+    # the launch's own start marker (the server's arguments dump) was read: lines that are launch
+    # evidence but printed after it (the default attention backend ...) do not make a whole launch
+    launch_marked: bool = False
     seen_sglang: bool = False  # SGLang's own lines, known messages or not
     streams: set[str] = field(default_factory=set)  # where the events' lines were written
     bars: dict[Phase, ev.ProgressBar] = field(default_factory=dict)  # the latest bar of each phase
@@ -286,8 +289,14 @@ class Run:
 
     @property
     def partial(self) -> bool:
-        """The log starts after this run's launch: its first phase was already under way."""
-        return self.first_entry is not None and self.first_entry[0] is not Phase.LAUNCH
+        """The log starts after this run's launch: its first phase was already under way, or the
+        launch was only seen by lines printed after its start marker and the run went on past it
+        (a launch that fails before its dump, such as a rejected argument, is whole)."""
+        if self.first_entry is None:
+            return False
+        if self.first_entry[0] is not Phase.LAUNCH:
+            return True
+        return not self.launch_marked and self.has_progress()
 
     def has_progress(self) -> bool:
         """A rank is at work: a server_args dump now is a relaunch. (Lines without a rank, such as
