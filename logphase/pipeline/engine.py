@@ -24,6 +24,7 @@ from logphase.pipeline.grammars import terminal_pattern
 from logphase.pipeline.lines import LineSplitter, LogicalLine, Run, RunPatterns, count_pieces, pieces_of
 from logphase.pipeline.machine import PhaseMachine
 from logphase.pipeline.messages import MESSAGES
+from logphase.pipeline.notes import has_notes, note_event
 from logphase.pipeline.plain import PLAIN_LINES, PLAIN_RUN, bulk_runs, junk_line
 from logphase.pipeline.prefilter import event_finder
 from logphase.pipeline.records import RecordAssembler, cut_header, line_shape, opens_record
@@ -102,6 +103,7 @@ class Engine:
         self._first_bad_stamp: tuple[int, str] | None = None
         self._warning_tail = 0  # indented source lines that follow a Python warning
         self._finished = False
+        self._has_notes = has_notes()
         self._quiet_runs = False  # the bulk path looks for quiet runs (QUIET_RUNS_AFTER)
 
     # -- public face ------------------------------------------------------------------------------
@@ -289,7 +291,18 @@ class Engine:
 
     def _quiet_state_clean(self) -> bool:
         """Whether a line with no event would change nothing but counts (and the clock)."""
-        return self._gate_open and self._on_unrecognized is None and not self._warning_tail and not self._records.has_open()
+        return (
+            self._gate_open
+            and self._on_unrecognized is None
+            and not self._warning_tail
+            and not self._records.has_open()
+            and not self._notes_wanted()
+        )
+
+    def _notes_wanted(self) -> bool:
+        """Whether a line no grammar reads is looked up among the packs' start-up notes
+        (pipeline/notes.py): until the run is ready; after that they could tell nothing."""
+        return self._has_notes and self._machine.run.ready_line is None
 
     def _quiet_lines(self, data: bytes, lineno: int, offset: int, run: Run, out: list[ev.EventBase]) -> int:
         """``data`` (b"\\n" and whole lines of ``run``) holds unrecognized lines: count them, keep
@@ -407,6 +420,8 @@ class Engine:
             self._counts["events"] += 1
             return
         found = classify(env, info)
+        if found is None and self._notes_wanted():
+            found = note_event(env.message, info)  # a start-up message of a release that no grammar reads
         if found is None:
             if env.stamped and ts is not None:
                 self._machine.note_line(ts, line.lineno)  # SGLang's, though no message logphase knows

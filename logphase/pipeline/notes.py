@@ -1,0 +1,165 @@
+"""Start-up lines no grammar reads, known from a server's release catalogue: weak phase evidence.
+
+A pack may ship *notes* (``Pack.notes``: a JSON file in its grammar folder, generated from its
+catalogue by a script, e.g. ``scripts/sglang_notes.py``): every message the server prints while
+it starts that no grammar rule reads, as the literal pieces of its first line (the text between
+its placeholders), the earliest phase it is printed in and the process that prints it. A line
+that no grammar recognised is looked up here (``find``): by the first word of its message, then
+an anchored match of the whole message, the literal pieces in order with anything between them.
+A match becomes a ``StartupNote`` whose phase is weak evidence (``Role.WEAK``: it enters the phase
+only from before it, so it never moves a run backwards). Notes are read only until the run is
+ready (the engine asks): after that they could say nothing.
+
+Nothing here names a server: the rows are the packs' data.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+
+from logphase.pipeline import events as ev
+from logphase.pipeline.events import LineInfo
+from logphase.pipeline.grammars import grammar_dir
+from logphase.pipeline.phases import Phase, Role, Transition
+from logphase.pipeline.plain import MAX_PARSE_CHARS
+from logphase.servers import PACKS
+
+# what a note is indexed by, and a message looked up by: its leading non-word characters and first
+# word (the generator indexes a note by it only when its literal text holds that whole word)
+KEY = re.compile(r"[^\w\s]*\w+")
+# the rule of a note's event: a scheduler's line (a single-GPU server prints it without a rank tag,
+# and it is then TP0's, as the message table's scheduler rows), or one the main process prints
+# (the rank it is tagged with, if any: some are printed by either)
+SCHEDULER_NOTE = "catalogue_note_scheduler"
+SERVER_NOTE = "catalogue_note"
+NOTE_RULES = (SCHEDULER_NOTE, SERVER_NOTE)
+
+
+@dataclass(frozen=True)
+class Note:
+    """One catalogued start-up message: its literal pieces and the phase it is printed in."""
+
+    pieces: tuple[str, ...]  # n pieces around n - 1 placeholders ('' when the line starts or ends with one)
+    phase: Phase
+    level: str
+    scheduler: bool  # printed by the scheduler processes only (else by the main process, or either)
+
+    @property
+    def literal(self) -> int:
+        return sum(map(len, self.pieces))
+
+
+def matcher(pieces: Sequence[str]) -> re.Pattern[str]:
+    """The whole message: the pieces in order, anything (lazily) in each placeholder."""
+    return re.compile("(?s:" + ".*?".join(map(re.escape, pieces)) + ")")
+
+
+class NoteBook:
+    """The notes of every pack, indexed by their first word; the few that start with a value by
+    their longest piece. Each bucket's patterns are compiled when first needed."""
+
+    def __init__(self, notes: Sequence[Note]) -> None:
+        self._by_key: dict[str, list[Note]] = {}
+        self._headless: list[tuple[str, Note]] = []  # (its longest piece, the note)
+        for note in sorted(notes, key=lambda n: -n.literal):  # the most specific first
+            key = note_key(note.pieces)
+            if key is not None:
+                self._by_key.setdefault(key, []).append(note)
+            else:
+                self._headless.append((max(note.pieces, key=len), note))
+        self._compiled: dict[str, list[tuple[re.Pattern[str], Note]]] = {}
+        self._headless_compiled: list[tuple[str, re.Pattern[str], Note]] | None = None
+
+    def __len__(self) -> int:
+        return sum(map(len, self._by_key.values())) + len(self._headless)
+
+    def find(self, message: str) -> Note | None:
+        """The note the whole message is, or None."""
+        text = message.strip()
+        m = KEY.match(text)
+        if m is not None and m.group(0) in self._by_key:
+            for pattern, note in self._bucket(m.group(0)):
+                if pattern.fullmatch(text):
+                    return note
+        for piece, pattern, note in self._headless_patterns():
+            if piece in text and pattern.fullmatch(text):
+                return note
+        return None
+
+    def _bucket(self, key: str) -> list[tuple[re.Pattern[str], Note]]:
+        found = self._compiled.get(key)
+        if found is None:
+            found = self._compiled[key] = [(matcher(n.pieces), n) for n in self._by_key[key]]
+        return found
+
+    def _headless_patterns(self) -> list[tuple[str, re.Pattern[str], Note]]:
+        if self._headless_compiled is None:
+            self._headless_compiled = [(piece, matcher(n.pieces), n) for piece, n in self._headless]
+        return self._headless_compiled
+
+
+def note_key(pieces: Sequence[str]) -> str | None:
+    """A note's index key: the first word of its message when its first piece holds that whole
+    word (a value right after it would change the word: 'Load{x}' prints 'Loading'), else None."""
+    head = pieces[0].lstrip()
+    m = KEY.match(head)
+    if m is None or (m.end() == len(head) and len(pieces) > 1):
+        return None
+    return m.group(0)
+
+
+def read_notes(data: dict[str, object]) -> list[Note]:
+    """The rows of a notes file (its ``columns``: pieces, phase, level, process, releases)."""
+    columns = list(data["columns"])  # type: ignore[call-overload]
+    at = {name: columns.index(name) for name in ("pieces", "phase", "level", "process")}
+    return [
+        Note(
+            pieces=tuple(row[at["pieces"]]),
+            phase=Phase(row[at["phase"]]),
+            level=str(row[at["level"]]),
+            scheduler=row[at["process"]] == "scheduler",
+        )
+        for row in data["notes"]  # type: ignore[attr-defined]
+    ]
+
+
+@cache
+def notebook() -> NoteBook:
+    """Every pack's notes (``Pack.notes``, a file in the pack's grammar folder)."""
+    notes: list[Note] = []
+    for pack in PACKS:
+        if pack.notes is not None:
+            path = grammar_dir() / pack.name / pack.notes
+            notes.extend(read_notes(json.loads(path.read_text(encoding="utf-8"))))
+    return NoteBook(notes)
+
+
+def has_notes() -> bool:
+    return any(pack.notes is not None for pack in PACKS)
+
+
+def note_event(message: str, at: LineInfo) -> ev.EventBase | None:
+    """The start-up note a line no grammar read is, as an event; None when it is none."""
+    if len(message) > MAX_PARSE_CHARS:
+        return None  # as for the grammars: no message of the catalogue is this long
+    note = notebook().find(message)
+    if note is None:
+        return None
+    rule = SCHEDULER_NOTE if note.scheduler else SERVER_NOTE
+    return at.event(ev.StartupNote, rule, message=message.strip(), phase=note.phase)
+
+
+def note_evidence(event: ev.EventBase) -> Transition | None:
+    """A catalogued note's evidence: weak, of the phase it is printed in, for the rank that printed it
+    (the main process's line has no rank tag: the server's)."""
+    phase = getattr(event, "phase", None)
+    if event.rule not in NOTE_RULES or not isinstance(phase, Phase):
+        return None
+    return Transition(phase, Role.WEAK)
+
+
+__all__ = ["NOTE_RULES", "SCHEDULER_NOTE", "Note", "NoteBook", "has_notes", "matcher", "note_event", "note_evidence", "notebook"]
