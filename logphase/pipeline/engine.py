@@ -299,6 +299,13 @@ class Engine:
             and not self._notes_wanted()
         )
 
+    def _classify(self, env: Envelope, info: LineInfo) -> ev.EventBase | None:
+        """The event of a line: what a grammar reads, else (until ready) a start-up note."""
+        found = classify(env, info)
+        if found is None and self._notes_wanted():
+            found = note_event(env.message, info)  # a start-up message of a release that no grammar reads
+        return found
+
     def _notes_wanted(self) -> bool:
         """Whether a line no grammar reads is looked up among the packs' start-up notes
         (pipeline/notes.py): until the run is ready; after that they could tell nothing."""
@@ -419,9 +426,7 @@ class Engine:
                 self._emit(done, out)
             self._counts["events"] += 1
             return
-        found = classify(env, info)
-        if found is None and self._notes_wanted():
-            found = note_event(env.message, info)  # a start-up message of a release that no grammar reads
+        found = self._classify(env, info)
         if found is None:
             if env.stamped and ts is not None:
                 self._machine.note_line(ts, line.lineno)  # SGLang's, though no message logphase knows
