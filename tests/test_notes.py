@@ -67,6 +67,28 @@ def test_the_notebook_finds_by_first_word_and_by_longest_piece() -> None:
     assert book.find("Zorglub frobnicated the quux.") is None
 
 
+def test_the_bulk_path_finds_every_line_that_may_be_a_note() -> None:
+    """NoteBook.hits: past the first word of each line's message that is a key's word, and past a
+    headless note's longest piece: every line ``find`` accepts is among them (a superset)."""
+    book = NoteBook(
+        [
+            _note("Disable hybrid SWA memory for ", " as it is not yet supported.", phase=Phase.LAUNCH),
+            _note("", " is disabled because this process group spans across nodes.", phase=Phase.DISTRIBUTED_INIT),
+        ]
+    )
+    lines = [
+        b"[2026-01-01 10:00:00 TP0] Disable hybrid SWA memory for X as it is not yet supported.",
+        b"[2026-01-01 10:00:00 TP0] Key 1 already exists. Skipped.",
+        b"[2026-01-01 10:00:01] Custom allreduce is disabled because this process group spans across nodes.",
+        b"junk\r  Disable hybrid SWA memory for Y as it is not yet supported.",
+        b"Enable nothing at all here",
+    ]
+    data = b"\n" + b"\n".join(lines) + b"\n"
+    starts = [data.index(line) for line in lines]
+    hit_lines = {max(i for i, start in enumerate(starts) if start < at) for at in book.hits(data)}
+    assert hit_lines == {0, 2, 3}
+
+
 def test_the_most_specific_note_wins() -> None:
     book = NoteBook(
         [

@@ -24,7 +24,7 @@ from logphase.pipeline.grammars import terminal_pattern
 from logphase.pipeline.lines import LineSplitter, LogicalLine, Run, RunPatterns, count_pieces, pieces_of
 from logphase.pipeline.machine import PhaseMachine
 from logphase.pipeline.messages import MESSAGES
-from logphase.pipeline.notes import has_notes, note_event
+from logphase.pipeline.notes import has_notes, note_event, note_hits
 from logphase.pipeline.plain import PLAIN_LINES, PLAIN_RUN, bulk_runs, junk_line
 from logphase.pipeline.prefilter import event_finder
 from logphase.pipeline.records import RecordAssembler, cut_header, line_shape, opens_record
@@ -267,12 +267,17 @@ class Engine:
         """Lines that may be no event (plain.bulk_runs): the lines that hold none of the
         pre-filter's literals are unrecognized, counted in bulk, moving the clock as each would;
         the others take the long way, and so does every line while state needs each one (--since
-        not reached, an open record, a warning's source lines, --unrecognized)."""
+        not reached, an open record, a warning's source lines, --unrecognized). Until the run is
+        ready, so do the lines that may be a start-up note (pipeline/notes.py: by their first word)."""
         data, lineno, offset, segmented = run.data, run.lineno, run.offset, run.segmented
         hits = event_finder().line_hits(data)
+        with_notes = False
         h = 0
         pos, line_i = 1, 0  # data[pos:] is the run's line line_i
         while pos < len(data):
+            if not with_notes and self._notes_wanted():
+                # (again when a new run began at a line of the block taken the long way)
+                hits, h, with_notes = sorted(hits + note_hits(data)), 0, True
             if not self._quiet_state_clean():
                 end = data.index(b"\n", pos)
                 self._run_line(data[pos:end], lineno + line_i, offset + pos - 1, segmented, out)
@@ -296,7 +301,6 @@ class Engine:
             and self._on_unrecognized is None
             and not self._warning_tail
             and not self._records.has_open()
-            and not self._notes_wanted()
         )
 
     def _classify(self, env: Envelope, info: LineInfo) -> ev.EventBase | None:

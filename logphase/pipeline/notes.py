@@ -31,6 +31,11 @@ from logphase.servers import PACKS
 # what a note is indexed by, and a message looked up by: its leading non-word characters and first
 # word (the generator indexes a note by it only when its literal text holds that whole word)
 KEY = re.compile(r"[^\w\s]*\w+")
+KEY_WORD = re.compile(r"\w+")
+# a message's first word in a block of lines (bulk path; a block starts with the \n before its first
+# line): after a \n, a bare \r (a logical line of its own) or a ']' (SGLang's prefix), past any
+# other non-word bytes. A charset first: the regex engine skips to it
+_FIRST_WORD = re.compile(rb"[\n\r\]][^\w\n]*(\w+)")
 # the rule of a note's event: a scheduler's line (a single-GPU server prints it without a rank tag,
 # and it is then TP0's, as the message table's scheduler rows), or one the main process prints
 # (the rank it is tagged with, if any: some are printed by either)
@@ -67,12 +72,13 @@ class NoteBook:
         self._headless: list[tuple[str, Note]] = []  # (its longest piece, the note)
         for note in sorted(notes, key=lambda n: -n.literal):  # the most specific first
             key = note_key(note.pieces)
-            if key is not None:
+            if key is not None and key.isascii():  # (the bulk path finds ASCII words only)
                 self._by_key.setdefault(key, []).append(note)
             else:
                 self._headless.append((max(note.pieces, key=len), note))
         self._compiled: dict[str, list[tuple[re.Pattern[str], Note]]] = {}
         self._headless_compiled: list[tuple[str, re.Pattern[str], Note]] | None = None
+        self._key_words: frozenset[bytes] | None = None
 
     def __len__(self) -> int:
         return sum(map(len, self._by_key.values())) + len(self._headless)
@@ -90,6 +96,30 @@ class NoteBook:
                 return note
         return None
 
+    def hits(self, data: bytes) -> list[int]:
+        """Where in a block of lines (bytes) a line may be a note: past the first word of each
+        message (after a ``\n``, a ``\r`` or SGLang's ``]``) that is a note's key word, and
+        past each occurrence of a headless note's longest piece. A superset of the lines
+        ``find`` accepts: the engine reads them the long way, the others in bulk. ``data``
+        starts with the ``\n`` before its first line."""
+        words = self._words()
+        found: list[int] = []
+        if not words.isdisjoint(_FIRST_WORD.findall(data)):  # most blocks: one pass, no candidate
+            found = [m.end() for m in _FIRST_WORD.finditer(data) if m.group(1) in words]
+        for piece in {piece.encode("utf-8", "replace") for piece, _ in self._headless}:
+            at = data.find(piece)
+            while at >= 0:
+                found.append(at + len(piece))
+                at = data.find(piece, at + 1)
+        return sorted(found)
+
+    def _words(self) -> frozenset[bytes]:
+        if self._key_words is None:
+            # the word of each key (its leading non-word characters aside): a line's first word in
+            # bytes is found after any non-word bytes, which the key's leading characters are among
+            self._key_words = frozenset(_word_of(key).encode() for key in self._by_key)
+        return self._key_words
+
     def _bucket(self, key: str) -> list[tuple[re.Pattern[str], Note]]:
         found = self._compiled.get(key)
         if found is None:
@@ -100,6 +130,12 @@ class NoteBook:
         if self._headless_compiled is None:
             self._headless_compiled = [(piece, matcher(n.pieces), n) for piece, n in self._headless]
         return self._headless_compiled
+
+
+def _word_of(key: str) -> str:
+    found = KEY_WORD.search(key)
+    assert found is not None, f"a key without a word: {key!r}"
+    return found.group(0)
 
 
 def note_key(pieces: Sequence[str]) -> str | None:
@@ -138,6 +174,11 @@ def notebook() -> NoteBook:
     return NoteBook(notes)
 
 
+def note_hits(data: bytes) -> list[int]:
+    """``NoteBook.hits`` of every pack's notes."""
+    return notebook().hits(data)
+
+
 def has_notes() -> bool:
     return any(pack.notes is not None for pack in PACKS)
 
@@ -162,4 +203,15 @@ def note_evidence(event: ev.EventBase) -> Transition | None:
     return Transition(phase, Role.WEAK)
 
 
-__all__ = ["NOTE_RULES", "SCHEDULER_NOTE", "Note", "NoteBook", "has_notes", "matcher", "note_event", "note_evidence", "notebook"]
+__all__ = [
+    "NOTE_RULES",
+    "SCHEDULER_NOTE",
+    "Note",
+    "NoteBook",
+    "has_notes",
+    "matcher",
+    "note_event",
+    "note_evidence",
+    "note_hits",
+    "notebook",
+]
