@@ -5,7 +5,7 @@ catalogue by a script, e.g. ``scripts/sglang_notes.py``): every message the serv
 it starts that no grammar rule reads, as the literal pieces of its first line (the text between
 its placeholders), the earliest phase it is printed in and the process that prints it. A line
 that no grammar recognised is looked up here (``find``): by the first word of its message, then
-an anchored match of the whole message, the literal pieces in order with anything between them.
+a match of the whole message, the literal pieces in order with anything between them.
 A match becomes a ``StartupNote`` whose phase is weak evidence (``Role.WEAK``: it enters the phase
 only from before it, so it never moves a run backwards). Notes are read only until the run is
 ready (the engine asks): after that they could say nothing.
@@ -58,41 +58,58 @@ class Note:
         return sum(map(len, self.pieces))
 
 
-def matcher(pieces: Sequence[str]) -> re.Pattern[str]:
-    """The whole message: the pieces in order, anything (lazily) in each placeholder."""
-    return re.compile("(?s:" + ".*?".join(map(re.escape, pieces)) + ")")
+def matches(pieces: Sequence[str], text: str) -> bool:
+    """Whether ``text`` is the whole message: the pieces in order, anything in each placeholder.
+    Linear: each middle piece at its leftmost place after the one before (what is left for the
+    later pieces is then the most there can be), the first a prefix and the last a suffix; no
+    regular expression, whose lazy wildcards backtrack polynomially on a long line."""
+    first, last = pieces[0], pieces[-1]
+    if len(pieces) == 1:
+        return text == first
+    if not text.startswith(first) or not text.endswith(last):
+        return False
+    pos, end = len(first), len(text) - len(last)
+    if end < pos:
+        return False
+    for piece in pieces[1:-1]:
+        at = text.find(piece, pos, end)
+        if at < 0:
+            return False
+        pos = at + len(piece)
+    return True
 
 
 class NoteBook:
     """The notes of every pack, indexed by their first word; the few that start with a value by
-    their longest piece. Each bucket's patterns are compiled when first needed."""
+    their longest piece."""
 
     def __init__(self, notes: Sequence[Note]) -> None:
-        self._by_key: dict[str, list[Note]] = {}
+        by_key: dict[str, list[Note]] = {}
         self._headless: list[tuple[str, Note]] = []  # (its longest piece, the note)
         for note in sorted(notes, key=lambda n: -n.literal):  # the most specific first
             key = note_key(note.pieces)
             if key is not None and key.isascii():  # (the bulk path finds ASCII words only)
-                self._by_key.setdefault(key, []).append(note)
+                by_key.setdefault(key, []).append(note)
             else:
                 self._headless.append((max(note.pieces, key=len), note))
-        self._compiled: dict[str, list[tuple[re.Pattern[str], Note]]] = {}
-        self._headless_compiled: list[tuple[str, re.Pattern[str], Note]] | None = None
+        # each key's notes, and their first pieces (one C call rejects a line none starts with)
+        self._by_key = {key: (tuple(n.pieces[0] for n in found), found) for key, found in by_key.items()}
         self._key_words: frozenset[bytes] | None = None
 
     def __len__(self) -> int:
-        return sum(map(len, self._by_key.values())) + len(self._headless)
+        return sum(len(found) for _, found in self._by_key.values()) + len(self._headless)
 
     def find(self, message: str) -> Note | None:
-        """The note the whole message is, or None."""
+        """The note the whole message is (the most specific), or None."""
         text = message.strip()
         m = KEY.match(text)
-        if m is not None and m.group(0) in self._by_key:
-            for pattern, note in self._bucket(m.group(0)):
-                if pattern.fullmatch(text):
+        bucket = self._by_key.get(m.group(0)) if m is not None else None
+        if bucket is not None and text.startswith(bucket[0]):
+            for note in bucket[1]:
+                if matches(note.pieces, text):
                     return note
-        for piece, pattern, note in self._headless_patterns():
-            if piece in text and pattern.fullmatch(text):
+        for piece, note in self._headless:
+            if piece in text and matches(note.pieces, text):
                 return note
         return None
 
@@ -119,17 +136,6 @@ class NoteBook:
             # bytes is found after any non-word bytes, which the key's leading characters are among
             self._key_words = frozenset(_word_of(key).encode() for key in self._by_key)
         return self._key_words
-
-    def _bucket(self, key: str) -> list[tuple[re.Pattern[str], Note]]:
-        found = self._compiled.get(key)
-        if found is None:
-            found = self._compiled[key] = [(matcher(n.pieces), n) for n in self._by_key[key]]
-        return found
-
-    def _headless_patterns(self) -> list[tuple[str, re.Pattern[str], Note]]:
-        if self._headless_compiled is None:
-            self._headless_compiled = [(piece, matcher(n.pieces), n) for piece, n in self._headless]
-        return self._headless_compiled
 
 
 def _word_of(key: str) -> str:
@@ -209,7 +215,7 @@ __all__ = [
     "Note",
     "NoteBook",
     "has_notes",
-    "matcher",
+    "matches",
     "note_event",
     "note_evidence",
     "note_hits",
