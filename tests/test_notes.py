@@ -211,3 +211,40 @@ def test_a_note_is_read_on_the_bulk_path_too(filler_lines: int) -> None:
     report = logphase.parse_text("[2026-01-01 09:59:59 TP0] Load weight begin. avail mem=70.00 GB\n" + filler + tail)
     assert report.phase is Phase.MEMORY_POOL
     assert report.lines.events == 2
+
+
+# -- the generated data is what the generator writes -----------------------------------------------
+
+
+def _script(name: str):  # type: ignore[no-untyped-def]
+    import importlib.util
+    import sys
+
+    path = grammar_dir().parent / "scripts" / f"{name}.py"
+    if not path.is_file():
+        pytest.skip("the scripts are not installed with the package")
+    sys.path.insert(0, str(path.parent))
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_notes_and_unplaced_are_what_the_generator_writes() -> None:
+    gen = _script("sglang_notes")
+    found, unplaced = gen.collect()
+    assert NOTES_FILE.read_text(encoding="utf-8") == gen.dumps(gen.notes_data(found)), (
+        "grammars/sglang/notes.json is stale: python scripts/knowledge.py --update"
+    )
+    noise = json.loads((grammar_dir() / "sglang" / "noise.json").read_text(encoding="utf-8"))
+    assert noise["unplaced"] == unplaced
+    templates = {
+        m["template"]
+        for v in gen.versions()
+        for f in gen.catalogue(v)["files"].values()
+        for m in f["messages"]
+    }
+    for entry in unplaced:
+        assert entry["template"] in templates and len(entry["reason"]) > 20, entry
