@@ -58,8 +58,8 @@ def test_every_quiet_looking_event_line_holds_a_literal(log: Path) -> None:
     literals = event_literals()[0]
     quiet = bulk_runs()
     events = Engine(source=log.name).feed(log.read_bytes())
-    # the start-up notes (pipeline/notes.py) hold no literal: the engine keeps quiet lines off the
-    # bulk path until the run is ready, while notes are read (tests/test_notes.py checks it)
+    # the start-up notes (pipeline/notes.py) hold no literal: until the run is ready the engine reads
+    # the quiet lines whose first word is a note's the long way (NoteBook.hits; tests/test_notes.py)
     event_lines = {e.line for e in events if e.rule not in NOTE_RULES}
     data = log.read_bytes().split(b"\n")
     for number in event_lines:

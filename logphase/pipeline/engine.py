@@ -296,12 +296,7 @@ class Engine:
 
     def _quiet_state_clean(self) -> bool:
         """Whether a line with no event would change nothing but counts (and the clock)."""
-        return (
-            self._gate_open
-            and self._on_unrecognized is None
-            and not self._warning_tail
-            and not self._records.has_open()
-        )
+        return self._gate_open and self._on_unrecognized is None and not self._warning_tail and not self._records.has_open()
 
     def _classify(self, env: Envelope, info: LineInfo) -> ev.EventBase | None:
         """The event of a line: what a grammar reads, else (until ready) a start-up note."""
