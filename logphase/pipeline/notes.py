@@ -202,11 +202,13 @@ def note_event(message: str, at: LineInfo) -> ev.EventBase | None:
 
 def note_evidence(event: ev.EventBase) -> Transition | None:
     """A catalogued note's evidence: weak, of the phase it is printed in, for the rank that printed it
-    (the main process's line has no rank tag: the server's)."""
+    (the main process's line has no rank tag: the server's). A note of launch is the server's
+    whoever printed it: it tells only that the server was launched, which the ranks' own first
+    lines (distributed init) say for them; it does not open a launch of their own."""
     phase = getattr(event, "phase", None)
     if event.rule not in NOTE_RULES or not isinstance(phase, Phase):
         return None
-    return Transition(phase, Role.WEAK)
+    return Transition(phase, Role.WEAK, server_level=phase is Phase.LAUNCH)
 
 
 __all__ = [
