@@ -248,3 +248,19 @@ def test_notes_and_unplaced_are_what_the_generator_writes() -> None:
     }
     for entry in unplaced:
         assert entry["template"] in templates and len(entry["reason"]) > 20, entry
+
+
+def test_a_window_that_starts_with_a_launch_note_is_still_cut() -> None:
+    """A launch note is printed anywhere in launch: a window that starts with one did not see the
+    launch begin, so the first phase entered after it says that the log is partial."""
+    note = next(n for n in ROWS if n.phase is Phase.LAUNCH and n.pieces[0] and len(n.pieces) == 1)
+    window = (
+        f"[2026-01-01 10:00:00 TP0] {note.pieces[0]}\n"
+        "[2026-01-01 10:00:01 TP0] Init torch distributed begin.\n"
+    )
+    report = logphase.parse_text(window)
+    assert report.lines.unrecognized == 0
+    assert "partial_log" in {w.kind for w in report.warnings}
+    assert report.total_startup_s is None
+    alone = logphase.parse_text(f"[2026-01-01 10:00:00] {note.pieces[0]}\n")
+    assert alone.phase is Phase.LAUNCH
