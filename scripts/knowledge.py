@@ -15,7 +15,8 @@ For every release of the catalogue (``grammars/sglang/catalogue``, mined by ``mi
   frame table* when ``grammars/sglang/functions.json`` has them.
 
     python scripts/knowledge.py            # prints the table
-    python scripts/knowledge.py --update   # rewrites docs/knowledge.md and the ratchet figures
+    python scripts/knowledge.py --update   # rewrites grammars/sglang/notes.json (sglang_notes.py), then
+                                           # docs/knowledge.md and the ratchet figures
     python scripts/knowledge.py --gaps FILE  # the uncovered start-up messages, grouped, per era
 
 The ratchet (``grammars/sglang/catalogue/coverage.json``) holds the figures of the last
@@ -182,7 +183,14 @@ def noise_reason(message: dict) -> str | None:
     for entry in data["messages"]:
         if message["template"].startswith(entry["template"]):
             return str(entry["reason"])
-    return None
+    return skipped_notes().get(message["template"])
+
+
+@cache
+def skipped_notes() -> dict[str, str]:
+    """noise.json `unplaced` (written by sglang_notes.py): whole templates whose text cannot place
+    the line in its phase."""
+    return {e["template"]: str(e["reason"]) for e in noise().get("unplaced", [])}
 
 
 def boundary_phase(message: dict) -> str | None:
@@ -385,6 +393,14 @@ in `grammars/sglang/catalogue/coverage.json` (the ratchet, rewritten by the same
   printed in is its function's, or a later one when an earlier line of the function called into
   a later phase (`max_total_num_tokens=` comes after the model worker captured the graphs).
   **recognised at all**: it gives an event, in any phase or none.
+- **the notes** (`grammars/sglang/notes.json`, written by `scripts/sglang_notes.py`, which
+  `--update` runs first): every start-up message no grammar rule reads, as the literal pieces of
+  its first line, with the earliest phase it is printed in. logphase reads a line no grammar
+  reads against them until the run is ready (`logphase/pipeline/notes.py`): a match is weak
+  evidence of the note's phase (it enters the phase only from before it). Messages whose text
+  cannot place a line are listed in `noise.json` `unplaced`, with the reason (too little literal
+  text, a function the call graph ties between phases, printed while serving too, a progress
+  bar; printed in several start-up phases: kept as notes of the earliest, counted as noise).
 - **raises mapped to a cause**: the `raise` statements of start-up functions, rendered as the
   traceback they end with, for which the report names a cause more specific than
   `python_exception`.
@@ -404,7 +420,8 @@ DOC_TAIL = """
 ## Regenerate
 
     python scripts/mine_sglang.py          # wheels -> catalogue/<version>.json, index.json, functions.json
-    python scripts/knowledge.py --update   # catalogue + logphase -> this page and coverage.json
+    python scripts/knowledge.py --update   # catalogue -> notes.json, noise.json `unplaced`;
+                                           # catalogue + logphase -> this page and coverage.json
 
 The first needs the package index (`pip download sglang==X --no-deps`, cached in the
 git-ignored `scripts/.cache/`); the second reads only checked-in data and the installed
@@ -535,6 +552,13 @@ def main(argv: list[str] | None = None) -> int:
         help="releases of one era for --gaps (repeatable; default: the newest three, then 0.3-0.4)",
     )
     args = ap.parse_args(argv)
+    if args.update:
+        # the notes first: what logphase reads of the catalogue depends on them
+        from sglang_notes import write
+
+        write()
+        noise.cache_clear()
+        skipped_notes.cache_clear()
     releases = [measure(v) for v in versions()]
     if args.update:
         DOC.write_text(doc(releases))

@@ -12,6 +12,7 @@ import pytest
 from logphase.pipeline import bulk as bulk_module
 from logphase.pipeline.bulk import bulk_runs, event_finder, event_literals
 from logphase.pipeline.engine import Engine, parse_bytes
+from logphase.pipeline.notes import NOTE_RULES
 from logphase.pipeline.prefilter import PREFILTER_ENV, LiteralFinder, literal_factors
 from tests.conftest import fixture_logs
 from tests.test_fast_path import LINES, STARTUP, ts
@@ -57,7 +58,9 @@ def test_every_quiet_looking_event_line_holds_a_literal(log: Path) -> None:
     literals = event_literals()[0]
     quiet = bulk_runs()
     events = Engine(source=log.name).feed(log.read_bytes())
-    event_lines = {e.line for e in events}
+    # the start-up notes (pipeline/notes.py) hold no literal: until the run is ready the engine reads
+    # the quiet lines whose first word is a note's the long way (NoteBook.hits; tests/test_notes.py)
+    event_lines = {e.line for e in events if e.rule not in NOTE_RULES}
     data = log.read_bytes().split(b"\n")
     for number in event_lines:
         raw = data[number - 1] + b"\n"

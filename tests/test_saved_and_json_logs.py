@@ -38,7 +38,8 @@ def test_docker_json_file_reads_like_the_log_it_carries() -> None:
     assert wrapped.failure is not None and plain.failure is not None
     assert (wrapped.failure.cause, wrapped.failure.phase, wrapped.failure.ts) == (plain.failure.cause, plain.failure.phase, plain.failure.ts)
     assert [(p.name, p.start, p.duration_s) for p in wrapped.phases] == [(p.name, p.start, p.duration_s) for p in plain.phases]
-    assert wrapped.lines.unrecognized == plain.lines.unrecognized == 1
+    # its one line no grammar reads ('Attention backend not set. ...') is a start-up note (pipeline/notes.py)
+    assert wrapped.lines.unrecognized == plain.lines.unrecognized == 0
 
 
 def test_docker_json_lines_take_dockers_time_and_stream() -> None:

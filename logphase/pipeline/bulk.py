@@ -26,6 +26,7 @@ from logphase.pipeline.classify import all_heads
 from logphase.pipeline.envelope import envelope_patterns, plain_minutes_valid, valid_plain_stamp
 from logphase.pipeline.grammars import terminal_pattern
 from logphase.pipeline.lines import LineSplitter, LogicalLine, Run, RunPatterns, count_pieces, pieces_of
+from logphase.pipeline.notes import note_hits
 from logphase.pipeline.plain import PLAIN_LINES, PLAIN_RUN, PLAIN_RUN_BODY
 from logphase.pipeline.prefilter import (
     MIN_LITERAL,
@@ -198,6 +199,9 @@ class BulkTarget(Protocol):
     def sample_room(self) -> int:
         """How many more unrecognized lines the sample keeps (each is read the long way)."""
 
+    def notes_wanted(self) -> bool:
+        """Whether lines no grammar reads may be start-up notes now (pipeline/notes.py: until ready)."""
+
     def served(self, stamps: list[tuple[bytes, bytes]], first_line: int) -> int:
         """Plain lines from ``first_line`` on, each one's (timestamp, rank tags): count and clock
         the ones the phase machine takes in bulk; returns how many that was (from the first)."""
@@ -289,7 +293,8 @@ class _QuietRun:
     """Lines that may be no event: the lines that hold none of the pre-filter's literals are
     unrecognized, counted in bulk, moving the clock as each would; the others take the long way,
     and so does every line while state needs each one (--since not reached, an open record, a
-    warning's source lines, --unrecognized), and the first ones (the unrecognized sample)."""
+    warning's source lines, --unrecognized), and the first ones (the unrecognized sample). Until
+    the run is ready, so do the lines that may be a start-up note (pipeline/notes.py)."""
 
     def __init__(self, run: Run, target: BulkTarget) -> None:
         self.run, self.target = run, target
@@ -297,9 +302,14 @@ class _QuietRun:
     def read(self) -> None:
         run, target, data = self.run, self.target, self.run.data
         hits = event_finder().line_hits(data)
+        with_notes = False
         h = 0
         pos, line_i = 1, 0  # data[pos:] is the run's line line_i
         while pos < len(data):
+            if not with_notes and target.notes_wanted():
+                # until ready, a line that may be a start-up note takes the long way too (by its first
+                # word); again when a new run began at a line of the block taken the long way
+                hits, h, with_notes = sorted(hits + note_hits(data)), 0, True
             if not target.quiet_clean():
                 end = data.index(b"\n", pos)
                 _long_way_line(data[pos:end], run.lineno + line_i, run.offset + pos - 1, run.segmented, target)

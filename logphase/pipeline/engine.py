@@ -25,6 +25,7 @@ from logphase.pipeline.grammars import terminal_pattern
 from logphase.pipeline.lines import LineSplitter, LogicalLine, Run
 from logphase.pipeline.machine import PhaseMachine
 from logphase.pipeline.messages import MESSAGES
+from logphase.pipeline.notes import has_notes, note_event
 from logphase.pipeline.records import RecordAssembler, cut_header, line_shape, opens_record
 from logphase.pipeline.redact import redact_text
 from logphase.pipeline.report import LinesReport, Report, WarningReport, YearReport, normalize_expect
@@ -89,6 +90,7 @@ class Engine:
         self._warning_tail = 0  # indented source lines that follow a Python warning
         self._finished = False
         self._bulk = BulkReader()
+        self._has_notes = has_notes()
 
     # -- public face ------------------------------------------------------------------------------
 
@@ -197,6 +199,18 @@ class Engine:
         """Bytes fed so far."""
         return self._splitter.bytes_seen
 
+    def _classify(self, env: Envelope, info: LineInfo) -> ev.EventBase | None:
+        """The event of a line: what a grammar reads, else (until ready) a start-up note."""
+        found = classify(env, info)
+        if found is None and self._notes_wanted():
+            found = note_event(env.message, info)  # a start-up message of a release that no grammar reads
+        return found
+
+    def _notes_wanted(self) -> bool:
+        """Whether a line no grammar reads is looked up among the packs' start-up notes
+        (pipeline/notes.py): until the run is ready; after that they could tell nothing."""
+        return self._has_notes and self._machine.run.ready_line is None
+
     # -- per line -------------------------------------------------------------------------------
 
     def _line(self, line: LogicalLine, out: list[ev.EventBase]) -> None:
@@ -293,7 +307,7 @@ class Engine:
 
     def _message(self, line: LogicalLine, env: Envelope, info: LineInfo, ts: str | None, out: list[ev.EventBase]) -> None:
         """A one-line message: its event, or an unrecognized line."""
-        found = classify(env, info)
+        found = self._classify(env, info)
         if found is None:
             self._unrecognized(line, env, ts)
             return
@@ -442,6 +456,9 @@ class _BulkSide:
 
     def sample_room(self) -> int:
         return KEEP_UNRECOGNIZED - len(self._engine.unrecognized_sample)
+
+    def notes_wanted(self) -> bool:
+        return self._engine._notes_wanted()
 
     def served(self, stamps: list[tuple[bytes, bytes]], first_line: int) -> int:
         e = self._engine

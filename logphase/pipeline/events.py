@@ -11,6 +11,8 @@ from typing import Annotated, Any, Literal, NamedTuple, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from logphase.pipeline.phases import Phase
+
 KIND = "the event kind: the discriminator, and the name used in --events output"
 Message = Annotated[str, Field(description="the message as printed")]
 AvailMem = Annotated[float | None, Field(description="free GPU memory, GB as printed (avail mem=)")]
@@ -256,6 +258,10 @@ class StartupNote(EventBase):
 
     kind: Literal["startup_note"] = Field("startup_note", description=KIND)
     message: Message
+    phase: Phase | None = Field(
+        default=None,
+        description="the phase a line known from the release catalogue (no grammar rule) is printed in: weak evidence",
+    )
 
 
 class ServerReady(EventBase):

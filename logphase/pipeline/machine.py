@@ -363,7 +363,9 @@ class PhaseMachine:
     @staticmethod
     def _enter(run: Run, track: Track, phase: Phase, role: Role, ts: str | None, line: int) -> None:
         first = run.first_entry is None
-        if first:
+        if first and not (phase is Phase.LAUNCH and role is Role.WEAK):
+            # (weak launch evidence, a start-up note printed anywhere in launch, does not show that
+            # the log starts with the launch: the next phase entered says whether it is cut)
             run.first_entry = (phase, line)
         if phase is Phase.LAUNCH and role is Role.BEGIN:
             run.launch_marked = True

@@ -17,6 +17,7 @@ from functools import cache
 
 from logphase.pipeline import events as ev
 from logphase.pipeline.grammars import terminal_pattern
+from logphase.pipeline.notes import SCHEDULER_NOTE, note_evidence
 from logphase.pipeline.phases import Phase, Role, Transition
 from logphase.servers import PACKS
 from logphase.servers.pack import HTTP_UP, LAUNCH_NOTE, ByLine, Message
@@ -35,7 +36,7 @@ def _combined() -> dict[str, Message]:
 
 
 MESSAGES: dict[str, Message] = _combined()
-SCHEDULER_RULES = frozenset(rule for rule, m in MESSAGES.items() if m.scheduler)
+SCHEDULER_RULES = frozenset(rule for rule, m in MESSAGES.items() if m.scheduler) | {SCHEDULER_NOTE}
 
 # -- evidence that depends on the line --------------------------------------------------------------
 
@@ -105,7 +106,9 @@ def evidence_of(event: ev.EventBase) -> Transition | None:
     """The phase evidence of an event: what its message's row says, given what the line says."""
     # events built by hand (tests, other programs) may leave out the rule: their kind names it
     message = MESSAGES.get(event.rule or event.kind)
-    if message is None or message.evidence is None:
+    if message is None:
+        return note_evidence(event)  # a line known from a release catalogue, or nothing
+    if message.evidence is None:
         return None
     if isinstance(message.evidence, ByLine):
         return CHOOSERS[message.evidence.chooser](event)

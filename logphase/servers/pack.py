@@ -149,6 +149,9 @@ class Pack:
     # over the header), and the same when the input ends inside the header ('... hit an exception: Tra')
     fatal_headers: tuple[str, ...] = ()
     cut_headers: tuple[str, ...] = ()
+    # the start-up messages of its releases that no grammar rule reads (a JSON file in its grammar
+    # folder, generated from its catalogue): pipeline/notes.py reads them as weak phase evidence
+    notes: str | None = None
 
 
 # -- transitions the rows of several packs use ------------------------------------------------------

@@ -671,6 +671,7 @@ PACK = Pack(
     hint_settings={"mfs": "mem_fraction_static", "max_bs": "cuda_graph_max_bs", "port": "port"},
     launchers=("launch_server",),
     warmup_paths=("/model_info", "/get_model_info"),
+    notes="notes.json",  # written by scripts/sglang_notes.py from grammars/sglang/catalogue
     server_paths=(r"sglang/srt", r"launch_server"),
     harness_paths=(r"/sglang/test/",),
     fatal_headers=(r"hit an exception", r"^Initialization failed"),
