@@ -39,6 +39,9 @@ class Target:
     def sample_room(self) -> int:
         return self.room
 
+    def notes_wanted(self) -> bool:
+        return not self.ready_now  # as the engine: start-up notes are looked for until ready
+
     def served(self, stamps: list[tuple[bytes, bytes]], first_line: int) -> int:
         taken = len(stamps) if self.stop_after is None else min(len(stamps), self.stop_after)
         self.stop_after = None
