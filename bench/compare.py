@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 from logphase.pipeline.bulk import PLAIN as _PLAIN  # noqa: E402
 from logphase.pipeline.engine import Engine  # noqa: E402
-from logphase.pipeline.lines import LineSplitter, LogicalLine, Run  # noqa: E402
+from logphase.pipeline.lines import LineRun, LineSplitter, LogicalLine  # noqa: E402
 
 
 def report(data: bytes, collect: bool, block: int) -> dict[str, object]:
@@ -43,7 +43,7 @@ def split_lines(data: bytes, block: int, runs: bool) -> tuple[list[LogicalLine],
         chunk = data[i : i + block]
         items = s.feed_runs(chunk, _PLAIN) if runs else s.feed(chunk)
         for item in items:
-            if isinstance(item, Run):
+            if isinstance(item, LineRun):
                 out.extend(item.logical_lines())
             else:
                 out.append(item)

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from logphase.pipeline import bulk as bulk_module
 from logphase.pipeline.bulk import junk_line
-from logphase.pipeline.lines import LineSplitter, Run
+from logphase.pipeline.lines import LineRun, LineSplitter
 from tests.logs import kv_failure, tp2_startup
 from tests.test_fast_path import LINES, lines_of, report, ts
 
@@ -110,7 +110,7 @@ def test_random_bytes_are_read_in_junk_runs_with_the_same_report() -> None:
     blob = rng.randbytes(300_000)
     data = tp2_startup().encode() + blob + b"\n" + kv_failure(minute=40).encode()
     items = LineSplitter().feed_runs(data, bulk_module.bulk_patterns())
-    junk_runs = [i for i in items if isinstance(i, Run) and i.segmented]
+    junk_runs = [i for i in items if isinstance(i, LineRun) and i.segmented]
     assert sum(r.size for r in junk_runs) > 0.8 * blob.count(b"\n")  # most of the blob's lines
     assert report(data, False, [len(data) // 3]) == report(data, True, [])
 

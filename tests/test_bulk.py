@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from logphase.pipeline.bulk import PLAIN, BulkReader, QuietLines, bulk_patterns
-from logphase.pipeline.lines import LineSplitter, LogicalLine, Run, RunPatterns
+from logphase.pipeline.lines import LineRun, LineSplitter, LogicalLine, RunPatterns
 from tests.test_fast_path import ts
 
 
@@ -56,9 +56,9 @@ class Target:
         self.room = max(0, self.room - 1)  # an unrecognized line read the long way joins the sample
 
 
-def runs_of(text: str, patterns: RunPatterns = PLAIN) -> list[Run]:
+def runs_of(text: str, patterns: RunPatterns = PLAIN) -> list[LineRun]:
     items = LineSplitter().feed_runs(text.encode(), patterns)
-    runs = [item for item in items if isinstance(item, Run)]
+    runs = [item for item in items if isinstance(item, LineRun)]
     assert runs, "the text makes a run"
     return runs
 

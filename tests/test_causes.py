@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from logphase.pipeline.causes import SIGNATURES, Cause, Role
+from logphase.pipeline.causes import SIGNATURES, Cause, SignatureRole
 from logphase.pipeline.phases import Phase
 from logphase.pipeline.signatures import read_error, rules_in_grammar
 
@@ -19,7 +19,7 @@ def test_every_grammar_rule_has_one_row_and_every_row_its_rule() -> None:
 
 def test_wrappers_name_no_cause_and_others_do() -> None:
     for s in SIGNATURES:
-        assert (s.cause is None) == (s.role is Role.WRAPPER), s.rule
+        assert (s.cause is None) == (s.role is SignatureRole.WRAPPER), s.rule
 
 
 @pytest.mark.parametrize(
@@ -29,77 +29,97 @@ def test_wrappers_name_no_cause_and_others_do() -> None:
         (
             "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=2) ran for 600081 milliseconds",
             Cause.DISTRIBUTED_TIMEOUT,
-            Role.ROOT,
+            SignatureRole.ROOT,
         ),
         (
             "torch.distributed.DistStoreError: Timed out after 301 seconds waiting for clients. 1/2 clients joined.",
             Cause.DISTRIBUTED_TIMEOUT,
-            Role.ROOT,
+            SignatureRole.ROOT,
         ),
         (
             "RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting 1800000ms for recv operation to complete",
             Cause.DISTRIBUTED_TIMEOUT,
-            Role.ROOT,
+            SignatureRole.ROOT,
         ),
-        ("DistStoreError: wait timeout after 1800000ms, keys: /default_pg/0//cuda//0", Cause.DISTRIBUTED_TIMEOUT, Role.ROOT),
+        (
+            "DistStoreError: wait timeout after 1800000ms, keys: /default_pg/0//cuda//0",
+            Cause.DISTRIBUTED_TIMEOUT,
+            SignatureRole.ROOT,
+        ),
         # errors of the collective backend
-        ("RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)", Cause.NCCL_ERROR, Role.ROOT),
+        (
+            "RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)",
+            Cause.NCCL_ERROR,
+            SignatureRole.ROOT,
+        ),
         (
             "Gloo connectFullMesh failed with [../third_party/gloo/gloo/transport/tcp/pair.cc:144] no error",
             Cause.NCCL_ERROR,
-            Role.ROOT,
+            SignatureRole.ROOT,
         ),
         (
             "torch.distributed.DistBackendError: NCCL error in: ../ProcessGroupNCCL.cpp:1970, invalid usage, Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1000",
             Cause.NCCL_ERROR,
-            Role.ROOT,
+            SignatureRole.ROOT,
         ),
         # a dropped peer is the echo of that peer's death, even inside an NCCL error
         (
             "torch.distributed.DistBackendError: NCCL error in: x.cpp:1, remote process exited or there was a network error",
             Cause.NCCL_ERROR,
-            Role.ECHO,
+            SignatureRole.ECHO,
         ),
         (
             "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer [10.0.0.2]:4222",
             Cause.NCCL_ERROR,
-            Role.ECHO,
+            SignatureRole.ECHO,
         ),
         # memory
         (
             "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current value: mem_fraction_static=0.80",
             Cause.KV_CACHE_INSUFFICIENT_MEMORY,
-            Role.ROOT,
+            SignatureRole.ROOT,
         ),
         (
             "ValueError: Loaded weights leave no GPU memory for the KV cache under --mem-fraction-static=0.88. Raise it",
             Cause.KV_CACHE_INSUFFICIENT_MEMORY,
-            Role.ROOT,
+            SignatureRole.ROOT,
         ),
-        ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.", Cause.CUDA_OOM, Role.ROOT),
-        ("HSA_STATUS_ERROR_OUT_OF_RESOURCES: The runtime failed to allocate the necessary resources.", Cause.CUDA_OOM, Role.ROOT),
+        ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.", Cause.CUDA_OOM, SignatureRole.ROOT),
+        (
+            "HSA_STATUS_ERROR_OUT_OF_RESOURCES: The runtime failed to allocate the necessary resources.",
+            Cause.CUDA_OOM,
+            SignatureRole.ROOT,
+        ),
         # echoes of a child's death
-        ("Received sigquit from a child process. It usually means the child failed.", Cause.CHILD_PROCESS_FAILED, Role.ECHO),
-        ("RuntimeError: Initialization failed. Please see the error messages above.", Cause.CHILD_PROCESS_FAILED, Role.ECHO),
+        (
+            "Received sigquit from a child process. It usually means the child failed.",
+            Cause.CHILD_PROCESS_FAILED,
+            SignatureRole.ECHO,
+        ),
+        (
+            "RuntimeError: Initialization failed. Please see the error messages above.",
+            Cause.CHILD_PROCESS_FAILED,
+            SignatureRole.ECHO,
+        ),
         (
             "RuntimeError: Rank 1 scheduler died during initialization (exit code: -9). If exit code is -9 (SIGKILL)",
             Cause.KILLED,
-            Role.ECHO,
+            SignatureRole.ECHO,
         ),
         (
             "ValueError: TP rank 3 could finish the model loading, but there are other ranks that didn't finish loading.",
             Cause.DISTRIBUTED_TIMEOUT,
-            Role.ECHO,
+            SignatureRole.ECHO,
         ),
-        ("torch.distributed.elastic.multiprocessing.errors.ChildFailedError:", Cause.CHILD_PROCESS_FAILED, Role.ECHO),
+        ("torch.distributed.elastic.multiprocessing.errors.ChildFailedError:", Cause.CHILD_PROCESS_FAILED, SignatureRole.ECHO),
         # the rest
-        ("ModuleNotFoundError: No module named 'deep_gemm'", Cause.IMPORT_ERROR, Role.ROOT),
-        ("launch_server.py: error: unrecognized arguments: --foo", Cause.PYTHON_EXCEPTION, Role.ROOT),
-        ("OSError: [Errno 98] Address already in use", Cause.PORT_IN_USE, Role.ROOT),
-        ("Watchdog timeout (self.watchdog_timeout=300)", Cause.WATCHDOG_TIMEOUT, Role.ROOT),
+        ("ModuleNotFoundError: No module named 'deep_gemm'", Cause.IMPORT_ERROR, SignatureRole.ROOT),
+        ("launch_server.py: error: unrecognized arguments: --foo", Cause.PYTHON_EXCEPTION, SignatureRole.ROOT),
+        ("OSError: [Errno 98] Address already in use", Cause.PORT_IN_USE, SignatureRole.ROOT),
+        ("Watchdog timeout (self.watchdog_timeout=300)", Cause.WATCHDOG_TIMEOUT, SignatureRole.ROOT),
     ],
 )
-def test_the_table_reads_each_family(text: str, cause: Cause, role: Role) -> None:
+def test_the_table_reads_each_family(text: str, cause: Cause, role: SignatureRole) -> None:
     reading = read_error(text)
     assert (reading.cause, reading.role) == (cause, role)
 
@@ -139,7 +159,7 @@ def test_a_wrapper_quoting_nothing_known_keeps_its_phase_and_no_cause() -> None:
 def test_an_echo_quoted_by_a_wrapper_stays_an_echo() -> None:
     # the graph capture failed because a peer died: that peer's error is the root
     reading = read_error("Exception: Capture cuda graph failed: [../gloo/transport/tcp/pair.cc:534] Connection closed by peer")
-    assert reading.role is Role.ECHO
+    assert reading.role is SignatureRole.ECHO
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from logphase.pipeline import bulk as bulk_module
 from logphase.pipeline.bulk import PLAIN as _PLAIN
 from logphase.pipeline.engine import Engine
-from logphase.pipeline.lines import LineSplitter, LogicalLine, Run, RunPatterns
+from logphase.pipeline.lines import LineRun, LineSplitter, LogicalLine, RunPatterns
 from tests.conftest import examples
 from tests.logs import fed_in_chunks, kv_failure, tp2_startup
 
@@ -125,7 +125,7 @@ def lines_of(data: bytes, cuts: list[int], runs: bool, patterns: RunPatterns = _
         chunk = data[last:cut]
         last = cut
         for item in splitter.feed_runs(chunk, patterns) if runs else splitter.feed(chunk):
-            if isinstance(item, Run):
+            if isinstance(item, LineRun):
                 out.extend(item.logical_lines())
             else:
                 out.append(item)
@@ -160,7 +160,7 @@ def test_serving_tail_is_counted_in_bulk() -> None:
     data = STARTUP + tail.encode() + access.encode()
     engine = Engine(source="x", collect_events=False)
     items = engine._splitter.feed_runs(data, _PLAIN)
-    assert sum(item.size for item in items if isinstance(item, Run)) >= 5000
+    assert sum(item.size for item in items if isinstance(item, LineRun)) >= 5000
     assert report(data, False, []) == report(data, True, [])
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from logphase.pipeline import events as ev
-from logphase.pipeline.causes import SIGNATURES, Role, Signature
+from logphase.pipeline.causes import SIGNATURES, Signature, SignatureRole
 from logphase.pipeline.classify import classify
 from logphase.pipeline.clock import LogClock
 from logphase.pipeline.envelope import split_envelope
@@ -80,7 +80,7 @@ def test_every_signature_row_has_an_example_that_reaches_it(signature: Signature
         row = deciding_row(line)
         assert row is not None and row.rule == signature.rule, f"{line!r} is decided by {row and row.rule}"
         reading = read_error(line)
-        if signature.role is Role.WRAPPER:
+        if signature.role is SignatureRole.WRAPPER:
             assert reading.phase == signature.phase or signature.phase is None
         else:
             assert reading.cause is signature.cause and reading.role is signature.role

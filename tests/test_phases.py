@@ -8,7 +8,7 @@ from logphase.pipeline.classify import DISPATCHED
 from logphase.pipeline.functions import SERVER_FUNCTIONS, call_phase, frame_phase, table_problems
 from logphase.pipeline.grammars import GRAMMAR_SOURCES, defined_rules, message_rules, used_rules
 from logphase.pipeline.messages import MESSAGES, transitions
-from logphase.pipeline.phases import PHASE_ORDER, Phase, Role, Transition, validate_table
+from logphase.pipeline.phases import PHASE_ORDER, MarkerRole, Phase, Transition, validate_table
 from logphase.pipeline.signatures import ERROR_GRAMMARS
 
 # grammars whose rules are messages (envelope.lark lends its terminals to the envelope stage, the
@@ -30,7 +30,7 @@ def test_every_phase_in_order_and_enterable() -> None:
         "warmup",
         "ready",
     ]
-    entered = {t.phase for t in transitions().values() if t.role in (Role.BEGIN, Role.EVIDENCE, Role.WEAK)}
+    entered = {t.phase for t in transitions().values() if t.role in (MarkerRole.BEGIN, MarkerRole.EVIDENCE, MarkerRole.WEAK)}
     # capture is also entered by its bars, whose evidence depends on their description
     assert entered | {Phase.CUDA_GRAPH_CAPTURE} == set(Phase)
 
@@ -38,20 +38,20 @@ def test_every_phase_in_order_and_enterable() -> None:
 def test_validation_catches_broken_tables() -> None:
     broken = {k: v for k, v in transitions().items() if v.phase is not Phase.CUDA_GRAPH_CAPTURE}
     assert any("cuda_graph_capture cannot be entered" in p for p in validate_table(broken))
-    broken = dict(transitions(), bogus=Transition(Phase.READY, Role.END))
+    broken = dict(transitions(), bogus=Transition(Phase.READY, MarkerRole.END))
     assert any("ready" in p for p in validate_table(broken))
-    broken = dict(transitions(), bogus=Transition(None, Role.EVIDENCE))
+    broken = dict(transitions(), bogus=Transition(None, MarkerRole.EVIDENCE))
     assert any("without a phase" in p for p in validate_table(broken))
 
 
 def test_validation_names_every_broken_rule_in_order() -> None:
     table = {
-        "only_launch": Transition(Phase.LAUNCH, Role.BEGIN),
-        "close_names_phase": Transition(Phase.WARMUP, Role.CLOSE),
-        "weak_ready": Transition(Phase.READY, Role.WEAK),
-        "serving_warmup": Transition(Phase.WARMUP, Role.SERVING),
-        "ends_ready": Transition(Phase.READY, Role.END),
-        "weak_main": Transition(Phase.LAUNCH, Role.WEAK, server_level=True),
+        "only_launch": Transition(Phase.LAUNCH, MarkerRole.BEGIN),
+        "close_names_phase": Transition(Phase.WARMUP, MarkerRole.CLOSE),
+        "weak_ready": Transition(Phase.READY, MarkerRole.WEAK),
+        "serving_warmup": Transition(Phase.WARMUP, MarkerRole.SERVING),
+        "ends_ready": Transition(Phase.READY, MarkerRole.END),
+        "weak_main": Transition(Phase.LAUNCH, MarkerRole.WEAK, server_level=True),
     }
     assert validate_table(table) == [
         "phase distributed_init cannot be entered: no begin or evidence message",

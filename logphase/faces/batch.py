@@ -21,7 +21,7 @@ _SEVERITY = {EXIT_FAILED: 3, EXIT_STARTING: 2, EXIT_USAGE: 1, EXIT_READY: 0}
 _CHUNK = 4
 
 
-class Outcome(NamedTuple):
+class FileOutcome(NamedTuple):
     """One log's result: its report, or the one-line reason it has none."""
 
     source: str
@@ -33,19 +33,19 @@ class Outcome(NamedTuple):
         return OUTCOME_EXIT[self.report.outcome] if self.report is not None else EXIT_USAGE
 
 
-def read_one(name: str, since: str | None, expect: dict[str, str]) -> Outcome:
+def read_one(name: str, since: str | None, expect: dict[str, str]) -> FileOutcome:
     """The report on one log (or a saved report); an unreadable file is an error, not an exception."""
     try:
-        return Outcome(name, read_input(name, since, expect), None)
+        return FileOutcome(name, read_input(name, since, expect), None)
     except InputError as exc:
-        return Outcome(name, None, str(exc))
+        return FileOutcome(name, None, str(exc))
 
 
 def default_jobs() -> int:
     return os.cpu_count() or 1
 
 
-def read_many(names: Sequence[str], since: str | None, expect: dict[str, str], jobs: int) -> Iterator[Outcome]:
+def read_many(names: Sequence[str], since: str | None, expect: dict[str, str], jobs: int) -> Iterator[FileOutcome]:
     """Each log's outcome, in the order given; ``jobs`` processes read them side by side."""
     if "-" in names and len(names) > 1:
         raise InputError("- (standard input) cannot be read along with other files")
@@ -63,7 +63,7 @@ def worst_exit(codes: Sequence[int]) -> int:
     return max(codes, key=lambda code: _SEVERITY.get(code, 1), default=EXIT_READY)
 
 
-def summary(outcomes: Sequence[Outcome]) -> str:
+def summary(outcomes: Sequence[FileOutcome]) -> str:
     """'200 logs: 180 ready, 15 failed, 4 starting, 1 unreadable'."""
     from logphase.faces.wording import plural
 
@@ -80,12 +80,12 @@ def run_batch(
     since: str | None,
     expect: dict[str, str],
     jobs: int,
-    emit: Callable[[Outcome], None],
+    emit: Callable[[FileOutcome], None],
     report_error: Callable[[str], None],
-) -> list[Outcome]:
+) -> list[FileOutcome]:
     """Read every log, hand each outcome to ``emit`` as soon as the ones before it are out (errors
     to ``report_error``), and return them all."""
-    outcomes: list[Outcome] = []
+    outcomes: list[FileOutcome] = []
     for outcome in read_many(names, since, expect, jobs):
         outcomes.append(outcome)
         if outcome.error is not None:

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from logphase.pipeline.phases import Phase
 from logphase.pipeline.report import FailureReport, Outcome, Report, WarningReport
 
-KIND = (
+RECORD_KIND = (
     "the record kind: phase, failure, warning, outcome, stall, run, stale, truncated, rotated, deleted, waiting, "
     "draining, timeout, summary"
 )
@@ -28,7 +28,7 @@ class _Record(BaseModel):
 class PhaseRecord(_Record):
     """The run entered a phase (one record per phase, whatever the size of the reads)."""
 
-    kind: Literal["phase"] = Field("phase", description=KIND)
+    kind: Literal["phase"] = Field("phase", description=RECORD_KIND)
     phase: Phase = Field(description="the phase entered")
     ts: str | None = Field(description="when the first rank entered it, as printed")
     rank: str | None = Field(description="the first rank to enter it; null for the server as a whole")
@@ -39,20 +39,20 @@ class PhaseRecord(_Record):
 class FailureRecord(_Record):
     """The run failed: the root cause, with its hint and consequences."""
 
-    kind: Literal["failure"] = Field("failure", description=KIND)
+    kind: Literal["failure"] = Field("failure", description=RECORD_KIND)
     phase: Phase | None = Field(description="the phase the root cause struck in")
     failure: FailureReport = Field(description="the root cause, as in the report")
 
 
 class WarningRecord(_Record):
-    kind: Literal["warning"] = Field("warning", description=KIND)
+    kind: Literal["warning"] = Field("warning", description=RECORD_KIND)
     warning: WarningReport = Field(description="the warning, as in the report")
 
 
 class OutcomeRecord(_Record):
     """The verdict on the run being followed: ready or failed."""
 
-    kind: Literal["outcome"] = Field("outcome", description=KIND)
+    kind: Literal["outcome"] = Field("outcome", description=RECORD_KIND)
     outcome: Outcome = Field(description="ready or failed")
     ts: str | None = Field(default=None, description="when the server became ready, or failed")
     total_startup_s: float | None = Field(description="first timestamp of the run to ready or to the failure")
@@ -62,7 +62,7 @@ class OutcomeRecord(_Record):
 class StallRecord(_Record):
     """No new input for longer than the phase usually stays silent."""
 
-    kind: Literal["stall"] = Field("stall", description=KIND)
+    kind: Literal["stall"] = Field("stall", description=RECORD_KIND)
     phase: Phase | None = Field(description="the phase the server is silent in")
     silent_s: float = Field(description="seconds since the last input")
     last_line: str = Field(description="the end of the last line read")
@@ -72,7 +72,7 @@ class StallRecord(_Record):
 class RunRecord(_Record):
     """A new run of the server started in the same input."""
 
-    kind: Literal["run"] = Field("run", description=KIND)
+    kind: Literal["run"] = Field("run", description=RECORD_KIND)
     runs: int = Field(description="runs seen so far; the new one is the last")
     line: int = Field(description="the new run's first line")
 
@@ -81,7 +81,7 @@ class StaleRecord(_Record):
     """The file ends in a finished run and was not written since before following began: that
     run's outcome is not reported as this run's; follow waits for a new run."""
 
-    kind: Literal["stale"] = Field("stale", description=KIND)
+    kind: Literal["stale"] = Field("stale", description=RECORD_KIND)
     outcome: Outcome = Field(description="how the old run ended")
     age_s: float = Field(description="seconds between the file's last write and the start of following")
     line: int = Field(description="first line of the old run")
@@ -91,35 +91,35 @@ class TruncatedRecord(_Record):
     """The file was cut (or cut and written again, longer): it is read again from its start, as a
     new input (line numbers restart)."""
 
-    kind: Literal["truncated"] = Field("truncated", description=KIND)
+    kind: Literal["truncated"] = Field("truncated", description=RECORD_KIND)
     at_byte: int = Field(description="the read position when the file was found cut")
 
 
 class RotatedRecord(_Record):
     """Another file now has the name: the old one was read to its end, the new one is read from its start."""
 
-    kind: Literal["rotated"] = Field("rotated", description=KIND)
+    kind: Literal["rotated"] = Field("rotated", description=RECORD_KIND)
 
 
 class DeletedRecord(_Record):
     """The file was deleted (said once): all it held was read; follow waits for a file of that
     name to appear again (then a ``rotated`` record), as ``tail -F`` does, until --timeout."""
 
-    kind: Literal["deleted"] = Field("deleted", description=KIND)
+    kind: Literal["deleted"] = Field("deleted", description=RECORD_KIND)
     at_byte: int = Field(description="the bytes read from the deleted file")
 
 
 class WaitingRecord(_Record):
     """The file does not exist yet."""
 
-    kind: Literal["waiting"] = Field("waiting", description=KIND)
+    kind: Literal["waiting"] = Field("waiting", description=RECORD_KIND)
 
 
 class DrainingRecord(_Record):
     """The verdict is in, but follow keeps reading the pipe to its end so that the writer upstream
     (``tee``, the server) never gets SIGPIPE; ``--exit-at-verdict`` leaves at once instead."""
 
-    kind: Literal["draining"] = Field("draining", description=KIND)
+    kind: Literal["draining"] = Field("draining", description=RECORD_KIND)
     exit_code: int = Field(
         description="the verdict now; the exit code at the end of the input is the verdict on all of it (the state "
         "then, as parse says, unless --until ready or a phase was reached before a failure: 0)"
@@ -127,7 +127,7 @@ class DrainingRecord(_Record):
 
 
 class TimeoutRecord(_Record):
-    kind: Literal["timeout"] = Field("timeout", description=KIND)
+    kind: Literal["timeout"] = Field("timeout", description=RECORD_KIND)
     after_s: float = Field(description="seconds waited")
     stale: bool = Field(default=False, description="true when the report is about a stale run")
     report: Report = Field(description="the report at the time of giving up")
@@ -136,7 +136,7 @@ class TimeoutRecord(_Record):
 class SummaryRecord(_Record):
     """The last record: the report, and the exit code a launch script sees."""
 
-    kind: Literal["summary"] = Field("summary", description=KIND)
+    kind: Literal["summary"] = Field("summary", description=RECORD_KIND)
     exit_code: int = Field(description="the exit code follow returns")
     stale: bool = Field(default=False, description="true when the report is about a stale run")
     report: Report = Field(description="the final report")

@@ -21,7 +21,7 @@ from typing import BinaryIO, cast
 from logphase.errors import LogphaseError
 
 # bytes looked at to tell text from binary (and read ahead for it)
-HEAD_BYTES = 64 * 1024
+SNIFF_BYTES = 64 * 1024
 # share of control bytes and invalid UTF-8 above which the head is binary
 BINARY_SHARE = 1 / 3
 
@@ -64,7 +64,7 @@ def refuse_binary(head: bytes, source: str) -> None:
     sample = head.replace(b"\x00", b"")
     if not sample:
         return  # only NULs so far (a truncated file's hole): what follows decides
-    if len(head) >= HEAD_BYTES:
+    if len(head) >= SNIFF_BYTES:
         sample = sample[:-3] or sample  # more follows: the last character may be cut
     control = len(sample.translate(None, _TEXT))
     invalid = sample.decode("utf-8", errors="replace").count("\ufffd") - sample.decode("utf-8", errors="ignore").count("\ufffd")
@@ -76,7 +76,7 @@ def refuse_binary(head: bytes, source: str) -> None:
 def log_stream(handle: BinaryIO, source: str) -> BinaryIO:
     """``handle`` as the bytes of a log: read through its compression, if any. NotALog when it is
     empty, binary, or compressed in a way this Python cannot read (with the command that can)."""
-    head = read_ahead(handle, HEAD_BYTES)
+    head = read_ahead(handle, SNIFF_BYTES)
     if not head:
         raise NotALog(f"{source}: empty (0 bytes): no log to read")
     kind = compression_of(head)
@@ -85,7 +85,7 @@ def log_stream(handle: BinaryIO, source: str) -> BinaryIO:
         return io.BufferedReader(_Rejoined(head, handle))
     stream = _decompressed(kind, cast("BinaryIO", _Rejoined(head, handle)), source)
     try:
-        text = read_ahead(stream, HEAD_BYTES)
+        text = read_ahead(stream, SNIFF_BYTES)
     except (OSError, lzma.LZMAError, zlib.error, ValueError) as exc:
         raise NotALog(f"{source}: {kind} data that does not decompress: {exc}") from None
     if not text:

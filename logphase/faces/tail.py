@@ -56,7 +56,7 @@ class ChangeWaiter:
             self._fd = None
 
 
-HEAD_BYTES = 4096  # how much of the file's start is kept to recognise a rewrite
+REWRITE_HEAD_BYTES = 4096  # how much of the file's start is kept to recognise a rewrite
 
 
 class Change(Enum):
@@ -113,8 +113,8 @@ class FileTail:
             return TailRead(b"", Change.TRUNCATED, position)
         data = self._handle.read(limit)
         if data:
-            if len(self._head) < HEAD_BYTES and position == len(self._head):
-                self._head += data[: HEAD_BYTES - len(self._head)]
+            if len(self._head) < REWRITE_HEAD_BYTES and position == len(self._head):
+                self._head += data[: REWRITE_HEAD_BYTES - len(self._head)]
             return TailRead(data)
         # at the end of what is there: has the file been replaced, rotated or removed?
         try:

@@ -1,4 +1,4 @@
-"""Stage 5: the report, built from the phase machine's state at any moment (the contract is
+"""Stage 6: the report, built from the phase machine's state at any moment (the contract is
 ``report.py``): phases and the time between them, the root cause and its echoes, warnings,
 configuration and memory."""
 

@@ -25,7 +25,7 @@ from typing import NamedTuple, Protocol
 from logphase.pipeline.classify import all_heads
 from logphase.pipeline.envelope import envelope_patterns, plain_minutes_valid, valid_plain_stamp
 from logphase.pipeline.grammars import terminal_pattern
-from logphase.pipeline.lines import LineSplitter, LogicalLine, Run, RunPatterns, count_pieces, pieces_of
+from logphase.pipeline.lines import LineRun, LineSplitter, LogicalLine, RunPatterns, count_pieces, pieces_of
 from logphase.pipeline.notes import note_hits
 from logphase.pipeline.plain import PLAIN_LINES, PLAIN_RUN, PLAIN_RUN_BODY
 from logphase.pipeline.prefilter import (
@@ -220,7 +220,7 @@ class BulkReader:
     def __init__(self) -> None:
         self._quiet_runs = False  # whether quiet runs are looked for (QUIET_RUNS_AFTER)
 
-    def split(self, splitter: LineSplitter, data: bytes) -> list[LogicalLine | Run]:
+    def split(self, splitter: LineSplitter, data: bytes) -> list[LogicalLine | LineRun]:
         """The block's lines and runs."""
         # quiet runs pay for themselves on long logs only: their patterns take ~40 ms to build; and
         # at once on bytes that are not text (binary data read line by line costs ~100 us a line)
@@ -228,7 +228,7 @@ class BulkReader:
             self._quiet_runs = True
         return splitter.feed_runs(data, bulk_patterns() if self._quiet_runs else PLAIN)
 
-    def read(self, run: Run, target: BulkTarget) -> None:
+    def read(self, run: LineRun, target: BulkTarget) -> None:
         """One run: its lines go to ``target`` in order, counted in bulk or the long way."""
         if run.quiet:
             _QuietRun(run, target).read()
@@ -242,7 +242,7 @@ class BulkReader:
 # -- runs of plain lines ---------------------------------------------------------------------------
 
 
-def _plain_run_in_bulk(run: Run, target: BulkTarget) -> bool:
+def _plain_run_in_bulk(run: LineRun, target: BulkTarget) -> bool:
     """Whether a plain run can be counted: every stamp has SGLang's shape and valid minutes, no
     traceback header or NCCL text hides inside, and --since is reached."""
     data, joined = run.data, run.joined
@@ -256,7 +256,7 @@ def _plain_run_in_bulk(run: Run, target: BulkTarget) -> bool:
     )
 
 
-def _read_plain(run: Run, target: BulkTarget) -> None:
+def _read_plain(run: LineRun, target: BulkTarget) -> None:
     """Plain lines, served in bulk while the machine takes them; the line where it stops (a clock
     jump starts a new run, a traceback closes) goes the long way, and the rest from there on too
     when the run is not ready (before ready these lines are evidence)."""
@@ -296,7 +296,7 @@ class _QuietRun:
     warning's source lines, --unrecognized), and the first ones (the unrecognized sample). Until
     the run is ready, so do the lines that may be a start-up note (pipeline/notes.py)."""
 
-    def __init__(self, run: Run, target: BulkTarget) -> None:
+    def __init__(self, run: LineRun, target: BulkTarget) -> None:
         self.run, self.target = run, target
 
     def read(self) -> None:

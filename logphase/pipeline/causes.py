@@ -16,9 +16,9 @@ from __future__ import annotations
 import functools
 import itertools
 
-from logphase.servers.pack import Cause, Role, Signature
+from logphase.servers.pack import Cause, Signature, SignatureRole
 
-__all__ = ["ECHO_PREFERENCE", "SIGNATURES", "SIGNATURE_OF_RULE", "Cause", "Role", "Signature"]
+__all__ = ["ECHO_PREFERENCE", "SIGNATURES", "SIGNATURE_OF_RULE", "Cause", "Signature", "SignatureRole"]
 
 
 @functools.cache

@@ -14,7 +14,7 @@ from enum import Enum
 from typing import Any, NamedTuple
 
 from logphase.pipeline import events as ev
-from logphase.pipeline.causes import Cause, Role
+from logphase.pipeline.causes import Cause, SignatureRole
 from logphase.pipeline.functions import call_phase, frame_floor, frame_phase
 from logphase.pipeline.grammars import Parsed, parse, terminal_pattern
 from logphase.pipeline.messages import MESSAGES
@@ -180,7 +180,7 @@ def _assess_process(event: ev.ProcessError, after_ready: bool) -> Assessment | N
 
 def _assess_warning(event: ev.PythonWarning, after_ready: bool) -> Assessment | None:
     reading = read_error(event.message)
-    if reading.role is Role.EXIT:
+    if reading.role is SignatureRole.EXIT:
         # the process tree exited: after a serving stop that is normal
         return _assessment(reading, event.message, Severity.NOTE if after_ready else Severity.ECHO, None)
     return None
@@ -193,13 +193,14 @@ def _assess_dump_event(event: ev.FatalSignal, after_ready: bool) -> Assessment |
 # an error line's message row, by the error it names (for events built without their rule)
 _BY_ERROR = {"bind_failed": "http_bind_failed"}
 
+
 def _from_text(text: str, severity: Severity, fallback: Cause) -> Assessment:
     """An event whose text is the error: the table decides, ``fallback`` when it knows nothing."""
     return _assessment(read_error(text), text, severity, fallback)
 
 
 def _assessment(reading: Reading, message: str, severity: Severity, fallback: Cause | None) -> Assessment:
-    if reading.role is Role.ECHO or reading.role is Role.EXIT:
+    if reading.role is SignatureRole.ECHO or reading.role is SignatureRole.EXIT:
         severity = Severity.NOTE if severity is Severity.NOTE else Severity.ECHO
     elif reading.signature is not None and severity is Severity.ECHO:
         severity = Severity.ROOT  # an echo-shaped event that states a root error ('... exit code: ... CUDA error')
@@ -216,7 +217,7 @@ def _assess_exception(e: ev.PythonException, after_ready: bool) -> Assessment | 
         return _cut(e, wrapper_phase)
     exceptions = [*e.chain, _last(e)]
     readings = [read_error(_exception_text(x)) for x in exceptions]
-    echo = next((i for i, r in enumerate(readings) if r.role is Role.ECHO), None)
+    echo = next((i for i, r in enumerate(readings) if r.role is SignatureRole.ECHO), None)
     if echo is not None:
         # the main process (or torchrun) noticing that a child died: its error is elsewhere
         return _assessment(readings[echo], _exception_text(exceptions[echo]).split("\n", 1)[0], Severity.ECHO, None)._replace(

@@ -22,7 +22,7 @@ from logphase.pipeline.detect import server_start
 from logphase.pipeline.envelope import Envelope, Stamp, split_envelope, valid_stamp
 from logphase.pipeline.events import LineInfo
 from logphase.pipeline.grammars import terminal_pattern
-from logphase.pipeline.lines import LineSplitter, LogicalLine, Run
+from logphase.pipeline.lines import LineRun, LineSplitter, LogicalLine
 from logphase.pipeline.machine import PhaseMachine
 from logphase.pipeline.messages import MESSAGES
 from logphase.pipeline.notes import has_notes, note_event
@@ -111,7 +111,7 @@ class Engine:
             return out
         target = _BulkSide(self, out)
         for item in self._bulk.split(self._splitter, data):
-            if isinstance(item, Run):
+            if isinstance(item, LineRun):
                 self._bulk.read(item, target)
             else:
                 self._line(item, out)

@@ -13,8 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from logphase.pipeline.phases import Phase
 
-KIND = "the event kind: the discriminator, and the name used in --events output"
-Message = Annotated[str, Field(description="the message as printed")]
+EVENT_KIND = "the event kind: the discriminator, and the name used in --events output"
+MessageText = Annotated[str, Field(description="the message as printed")]
 AvailMem = Annotated[float | None, Field(description="free GPU memory, GB as printed (avail mem=)")]
 MemUsage = Annotated[float | None, Field(description="GPU memory the step took, GB as printed (mem usage=)")]
 Elapsed = Annotated[float | None, Field(description="seconds the step took, as printed (elapsed=)")]
@@ -28,7 +28,7 @@ class EventBase(BaseModel):
     # protected_namespaces=(): fields such as model_class are ours (pydantic < 2.10 would warn)
     model_config = ConfigDict(frozen=False, extra="forbid", defer_build=True, protected_namespaces=())
 
-    kind: str = Field(description=KIND)
+    kind: str = Field(description=EVENT_KIND)
     line: int = Field(description="1-based line number of the first line (counts \\n only)")
     offset: int = Field(description="byte offset of the first byte of the event")
     raw: str = Field(description="the text of the logical line (first line for multi-line records)")
@@ -52,7 +52,7 @@ class EventBase(BaseModel):
 
 
 class ServerArgs(EventBase):
-    kind: Literal["server_args"] = Field("server_args", description=KIND)
+    kind: Literal["server_args"] = Field("server_args", description=EVENT_KIND)
     args: dict[str, Any] = Field(default_factory=dict, description="every server_args value, as Python values")
     args_format: Literal["call", "dict", "unparsed"] = Field(
         "call", description="ServerArgs(...) (<= 0.5.17), a dict (>= 0.5.20), or a dump the grammar could not read whole"
@@ -62,79 +62,79 @@ class ServerArgs(EventBase):
 class ParameterOverride(EventBase):
     """SGLang changed a requested setting on its own and said so in passing."""
 
-    kind: Literal["parameter_override"] = Field("parameter_override", description=KIND)
+    kind: Literal["parameter_override"] = Field("parameter_override", description=EVENT_KIND)
     setting: str = Field(description="the setting SGLang changed, e.g. max_running_requests")
     requested: str | None = Field(default=None, description="the value asked for, when SGLang says")
     actual: str | None = Field(default=None, description="the value SGLang uses instead")
-    message: Message
+    message: MessageText
 
 
 # --- distributed init -------------------------------------------------------------------------------
 
 
 class DistInitBegin(EventBase):
-    kind: Literal["dist_init_begin"] = Field("dist_init_begin", description=KIND)
+    kind: Literal["dist_init_begin"] = Field("dist_init_begin", description=EVENT_KIND)
 
 
 class DistInitEnd(EventBase):
-    kind: Literal["dist_init_end"] = Field("dist_init_end", description=KIND)
+    kind: Literal["dist_init_end"] = Field("dist_init_end", description=EVENT_KIND)
     elapsed_s: Elapsed = None
     mem_usage_gb: MemUsage = None
 
 
 class MemoryBaseline(EventBase):
-    kind: Literal["memory_baseline"] = Field("memory_baseline", description=KIND)
+    kind: Literal["memory_baseline"] = Field("memory_baseline", description=EVENT_KIND)
     mem_usage_gb: MemUsage = None
 
 
 class NcclVersion(EventBase):
-    kind: Literal["nccl_version"] = Field("nccl_version", description=KIND)
+    kind: Literal["nccl_version"] = Field("nccl_version", description=EVENT_KIND)
     version: str = Field(description="the NCCL version SGLang uses")
 
 
 class CollectiveWarmup(EventBase):
-    kind: Literal["collective_warmup"] = Field("collective_warmup", description=KIND)
-    message: Message
+    kind: Literal["collective_warmup"] = Field("collective_warmup", description=EVENT_KIND)
+    message: MessageText
 
 
 class MemoryImbalance(EventBase):
-    kind: Literal["memory_imbalance"] = Field("memory_imbalance", description=KIND)
+    kind: Literal["memory_imbalance"] = Field("memory_imbalance", description=EVENT_KIND)
     fields: dict[str, str] = Field(default_factory=dict, description="the key=value figures of the line")
 
 
 class GlooConnected(EventBase):
-    kind: Literal["gloo_connected"] = Field("gloo_connected", description=KIND)
+    kind: Literal["gloo_connected"] = Field("gloo_connected", description=EVENT_KIND)
     gloo_rank: int = Field(description="the Gloo rank that connected")
     connected: int = Field(description="peers it is connected to")
     expected: int = Field(description="peers it should be connected to")
 
 
 class GlooNotConnected(EventBase):
-    kind: Literal["gloo_not_connected"] = Field("gloo_not_connected", description=KIND)
+    kind: Literal["gloo_not_connected"] = Field("gloo_not_connected", description=EVENT_KIND)
     gloo_rank: int = Field(description="the Gloo rank still waiting")
     missing: list[int] = Field(default_factory=list, description="the peers it is not connected to")
 
 
 class NcclLog(EventBase):
-    kind: Literal["nccl_log"] = Field("nccl_log", description=KIND)
+    kind: Literal["nccl_log"] = Field("nccl_log", description=EVENT_KIND)
     level: Literal["INFO", "WARN", "TRACE", "VERSION"] = Field(description="NCCL_DEBUG level of the line")
     host: str | None = Field(default=None, description="host name NCCL printed")
     pid: int | None = Field(default=None, description="process id NCCL printed")
     device: int | None = Field(default=None, description="CUDA device index NCCL printed")
     source: str | None = Field(default=None, description="NCCL source file:line (WARN, TRACE)")
-    message: Message
+    message: MessageText
 
 
 # --- weights and memory pool ------------------------------------------------------------------------
 
 
 class WeightLoadBegin(EventBase):
-    kind: Literal["weight_load_begin"] = Field("weight_load_begin", description=KIND)
+    kind: Literal["weight_load_begin"] = Field("weight_load_begin", description=EVENT_KIND)
     avail_mem_gb: AvailMem = None
 
 
 class WeightLoadEnd(EventBase):
-    kind: Literal["weight_load_end"] = Field("weight_load_end", description=KIND)
+    kind: Literal["weight_load_end"] = Field("weight_load_end", description=EVENT_KIND)
     elapsed_s: Elapsed = None
     avail_mem_gb: AvailMem = None
     mem_usage_gb: MemUsage = None
@@ -144,12 +144,12 @@ class WeightLoadEnd(EventBase):
 
 
 class KvCacheDtype(EventBase):
-    kind: Literal["kv_cache_dtype"] = Field("kv_cache_dtype", description=KIND)
+    kind: Literal["kv_cache_dtype"] = Field("kv_cache_dtype", description=EVENT_KIND)
     dtype: str | None = Field(default=None, description="the KV cache dtype")
 
 
 class KvCacheAllocated(EventBase):
-    kind: Literal["kv_cache_allocated"] = Field("kv_cache_allocated", description=KIND)
+    kind: Literal["kv_cache_allocated"] = Field("kv_cache_allocated", description=EVENT_KIND)
     label: str | None = Field(default=None, description="the pool's label (>= 0.5.17), e.g. SWA")
     tokens: int | None = Field(default=None, description="capacity in tokens (#tokens)")
     k_size_gb: float | None = Field(default=None, description="K cache size, GB")
@@ -159,19 +159,19 @@ class KvCacheAllocated(EventBase):
 
 
 class MambaCacheAllocated(EventBase):
-    kind: Literal["mamba_cache_allocated"] = Field("mamba_cache_allocated", description=KIND)
+    kind: Literal["mamba_cache_allocated"] = Field("mamba_cache_allocated", description=EVENT_KIND)
     max_mamba_cache_size: int | None = Field(default=None, description="state slots")
     conv_state_gb: float | None = Field(default=None, description="conv state size, GB")
     ssm_state_gb: float | None = Field(default=None, description="SSM state size, GB")
 
 
 class SwaMemoryPool(EventBase):
-    kind: Literal["swa_memory_pool"] = Field("swa_memory_pool", description=KIND)
-    message: Message
+    kind: Literal["swa_memory_pool"] = Field("swa_memory_pool", description=EVENT_KIND)
+    message: MessageText
 
 
 class MemoryPoolEnd(EventBase):
-    kind: Literal["memory_pool_end"] = Field("memory_pool_end", description=KIND)
+    kind: Literal["memory_pool_end"] = Field("memory_pool_end", description=EVENT_KIND)
     avail_mem_gb: AvailMem = None
 
 
@@ -179,14 +179,14 @@ class MemoryPoolEnd(EventBase):
 
 
 class CaptureBegin(EventBase):
-    kind: Literal["capture_begin"] = Field("capture_begin", description=KIND)
+    kind: Literal["capture_begin"] = Field("capture_begin", description=EVENT_KIND)
     graph: str = Field(description="what is captured: 'cuda graph', 'target prefill CUDA graph', ...")
     avail_mem_gb: AvailMem = None
     batch_sizes: list[int] | None = Field(default=None, description="the batch sizes captured, when the line lists them")
 
 
 class CaptureEnd(EventBase):
-    kind: Literal["capture_end"] = Field("capture_end", description=KIND)
+    kind: Literal["capture_end"] = Field("capture_end", description=EVENT_KIND)
     graph: str = Field(description="what is captured: 'cuda graph', 'target prefill CUDA graph', ...")
     elapsed_s: Elapsed = None
     mem_usage_gb: MemUsage = None
@@ -195,13 +195,13 @@ class CaptureEnd(EventBase):
 
 
 class CaptureSizes(EventBase):
-    kind: Literal["capture_sizes"] = Field("capture_sizes", description=KIND)
+    kind: Literal["capture_sizes"] = Field("capture_sizes", description=EVENT_KIND)
     what: Literal["bs", "num tokens"] = Field(description="batch sizes or token counts")
     sizes: list[int] = Field(default_factory=list, description="the sizes to capture")
 
 
 class ProgressBar(EventBase):
-    kind: Literal["progress_bar"] = Field("progress_bar", description=KIND)
+    kind: Literal["progress_bar"] = Field("progress_bar", description=EVENT_KIND)
     desc: str = Field(description="the bar's description, e.g. 'Loading safetensors checkpoint shards'")
     percent: int = Field(description="percent done")
     done: int = Field(description="steps done")
@@ -217,7 +217,7 @@ class ProgressBar(EventBase):
 
 
 class SchedulerReady(EventBase):
-    kind: Literal["scheduler_ready"] = Field("scheduler_ready", description=KIND)
+    kind: Literal["scheduler_ready"] = Field("scheduler_ready", description=EVENT_KIND)
     max_total_num_tokens: int | None = Field(default=None, description="KV cache capacity in tokens")
     chunked_prefill_size: int | None = Field(default=None, description="as the scheduler uses it")
     max_prefill_tokens: int | None = Field(default=None, description="as the scheduler uses it")
@@ -227,21 +227,21 @@ class SchedulerReady(EventBase):
 
 
 class StartupTimings(EventBase):
-    kind: Literal["startup_timings"] = Field("startup_timings", description=KIND)
+    kind: Literal["startup_timings"] = Field("startup_timings", description=EVENT_KIND)
     timings: dict[str, str] = Field(default_factory=dict, description="seconds per step, as printed")
 
 
 class HttpServer(EventBase):
-    kind: Literal["http_server"] = Field("http_server", description=KIND)
+    kind: Literal["http_server"] = Field("http_server", description=EVENT_KIND)
     level: str = Field(description="uvicorn's level: INFO, ERROR ...")
     state: Literal["started", "waiting", "startup_complete", "running", "startup_failed", "shutdown", "other"] = Field(
         description="what the HTTP server says of itself"
     )
-    message: Message
+    message: MessageText
 
 
 class HttpAccess(EventBase):
-    kind: Literal["http_access"] = Field("http_access", description=KIND)
+    kind: Literal["http_access"] = Field("http_access", description=EVENT_KIND)
     client: str = Field(description="client address:port")
     method: str = Field(description="HTTP method")
     path: str = Field(description="request path")
@@ -249,15 +249,15 @@ class HttpAccess(EventBase):
 
 
 class WarmupMarker(EventBase):
-    kind: Literal["warmup_marker"] = Field("warmup_marker", description=KIND)
-    message: Message
+    kind: Literal["warmup_marker"] = Field("warmup_marker", description=EVENT_KIND)
+    message: MessageText
 
 
 class StartupNote(EventBase):
     """A line SGLang prints in passing, which tells the phase it is printed in."""
 
-    kind: Literal["startup_note"] = Field("startup_note", description=KIND)
-    message: Message
+    kind: Literal["startup_note"] = Field("startup_note", description=EVENT_KIND)
+    message: MessageText
     phase: Phase | None = Field(
         default=None,
         description="the phase a line known from the release catalogue (no grammar rule) is printed in: weak evidence",
@@ -265,18 +265,18 @@ class StartupNote(EventBase):
 
 
 class ServerReady(EventBase):
-    kind: Literal["server_ready"] = Field("server_ready", description=KIND)
+    kind: Literal["server_ready"] = Field("server_ready", description=EVENT_KIND)
 
 
 class RuntimeBatch(EventBase):
-    kind: Literal["runtime_batch"] = Field("runtime_batch", description=KIND)
+    kind: Literal["runtime_batch"] = Field("runtime_batch", description=EVENT_KIND)
     stage: Literal["prefill", "decode"] = Field(description="Prefill batch or Decode batch")
     fields: dict[str, str] = Field(default_factory=dict, description="the figures of the line, key: value as printed")
 
 
 class Shutdown(EventBase):
-    kind: Literal["shutdown"] = Field("shutdown", description=KIND)
-    message: Message
+    kind: Literal["shutdown"] = Field("shutdown", description=EVENT_KIND)
+    message: MessageText
 
 
 # --- failures and their consequences -----------------------------------------------------------------
@@ -294,14 +294,14 @@ class ChainedException(BaseModel):
     """An earlier exception of a chain ('During handling of the above exception ...')."""
 
     exc_type: str | None = Field(description="the exception class as printed")
-    message: Message
+    message: MessageText
     exception_line: int | None = Field(default=None, description="the line that names the exception")
 
 
 class PythonException(EventBase):
     """One traceback record, chained exceptions included; the last exception is the one raised."""
 
-    kind: Literal["python_exception"] = Field("python_exception", description=KIND)
+    kind: Literal["python_exception"] = Field("python_exception", description=EVENT_KIND)
     header: str | None = Field(default=None, description="'Scheduler hit an exception', ... when logged")
     exc_type: str | None = Field(default=None, description="the exception class as printed, e.g. torch.OutOfMemoryError")
     message: str = Field(default="", description="the exception's message (all its lines)")
@@ -321,8 +321,8 @@ class PythonException(EventBase):
 class FatalSignal(EventBase):
     """faulthandler's 'Fatal Python error: Aborted' and friends."""
 
-    kind: Literal["fatal_signal"] = Field("fatal_signal", description=KIND)
-    message: Message
+    kind: Literal["fatal_signal"] = Field("fatal_signal", description=EVENT_KIND)
+    message: MessageText
     frames: list[Frame] = Field(default_factory=list, description="the crashing thread's frames, outermost first")
     headerless: bool = Field(default=False, description="true when the dump's 'Fatal Python error' line is not in the log")
 
@@ -330,7 +330,7 @@ class FatalSignal(EventBase):
 class ErrorLine(EventBase):
     """A one-line SGLang failure report: not enough memory, port in use, watchdog timeout ..."""
 
-    kind: Literal["error_line"] = Field("error_line", description=KIND)
+    kind: Literal["error_line"] = Field("error_line", description=EVENT_KIND)
     error: Literal[
         "not_enough_memory",
         "port_in_use",
@@ -340,14 +340,14 @@ class ErrorLine(EventBase):
         "capture_failed",
         "bind_failed",
     ] = Field(description="which one-line failure report")
-    message: Message
+    message: MessageText
     detail: dict[str, str] = Field(default_factory=dict, description="the values the message names (grammar sub-rules)")
 
 
 class ChildFailure(EventBase):
     """A process noticed that another one died: the echo of a failure, rarely its cause."""
 
-    kind: Literal["child_failure"] = Field("child_failure", description=KIND)
+    kind: Literal["child_failure"] = Field("child_failure", description=EVENT_KIND)
     what: Literal[
         "sigquit",
         "kill_process_tree",
@@ -362,40 +362,40 @@ class ChildFailure(EventBase):
         "killed",
     ] = Field(description="which notice of a dead process")
     exit_code: int | None = Field(default=None, description="the exit code or signal the line names")
-    message: Message
+    message: MessageText
 
 
 class DistributedError(EventBase):
-    kind: Literal["distributed_error"] = Field("distributed_error", description=KIND)
+    kind: Literal["distributed_error"] = Field("distributed_error", description=EVENT_KIND)
     error: Literal["collective_timeout", "nccl_abort", "store_timeout", "socket_failure"] = Field(
         description="what torch.distributed reported"
     )
-    message: Message
+    message: MessageText
 
 
 class TorchLog(EventBase):
-    kind: Literal["torch_log"] = Field("torch_log", description=KIND)
+    kind: Literal["torch_log"] = Field("torch_log", description=EVENT_KIND)
     level: Literal["I", "W", "E", "F"] = Field(description="glog level letter")
     source: str = Field(description="source file:line")
-    message: Message
+    message: MessageText
 
 
 class ProcessError(EventBase):
     """A line from outside SGLang saying that a process failed: the interpreter, argparse, the shell,
     a launcher, the GPU runtime, another program's fatal ``Error:``."""
 
-    kind: Literal["process_error"] = Field("process_error", description=KIND)
+    kind: Literal["process_error"] = Field("process_error", description=EVENT_KIND)
     source: Literal["interpreter", "argparse", "shell", "launcher", "runtime", "program", "cxx"] = Field(
         description="who printed it"
     )
     exit_code: int | None = Field(default=None, description="the exit code or negated signal it names, if any")
-    message: Message
+    message: MessageText
 
 
 class PythonWarning(EventBase):
-    kind: Literal["python_warning"] = Field("python_warning", description=KIND)
+    kind: Literal["python_warning"] = Field("python_warning", description=EVENT_KIND)
     category: str = Field(description="the warning class, e.g. UserWarning")
-    message: Message
+    message: MessageText
 
 
 Event = Annotated[

@@ -53,7 +53,7 @@ class LogicalLine(NamedTuple):
     partial: bool = False  # the input ended before this line's terminator
 
 
-class Run(NamedTuple):
+class LineRun(NamedTuple):
     """Consecutive complete physical lines, each of which is one logical line as it stands."""
 
     data: bytes  # b"\n", then the lines, each ending with \n (the "\n" before each line is a regex anchor)
@@ -163,19 +163,19 @@ class LineSplitter:
         # without run patterns every item is a LogicalLine
         return cast("list[LogicalLine]", self._feed(data, None))
 
-    def feed_runs(self, data: bytes, patterns: RunPatterns) -> list[LogicalLine | Run]:
+    def feed_runs(self, data: bytes, patterns: RunPatterns) -> list[LogicalLine | LineRun]:
         """Like ``feed``, but consecutive physical lines that ``patterns`` match and that are each
         one logical line as they stand (ASCII, no ``\\r``, no escape, no glued prefix) come back
-        as one :class:`Run` of raw bytes instead of a ``LogicalLine`` each: no per-line work.
+        as one :class:`LineRun` of raw bytes instead of a ``LogicalLine`` each: no per-line work.
         Line numbers and stats are kept as ``feed`` keeps them."""
         if self._max_line < MAX_RUN_LINE:
             return self._feed(data, None)
         return self._feed(data, patterns)
 
-    def _feed(self, data: bytes, pattern: RunPatterns | None) -> list[LogicalLine | Run]:
+    def _feed(self, data: bytes, pattern: RunPatterns | None) -> list[LogicalLine | LineRun]:
         if not data:
             return []
-        out: list[LogicalLine | Run] = []
+        out: list[LogicalLine | LineRun] = []
         if self._held_overflow:
             if self._overflow_ends_cr:
                 # the last dropped byte was a \r terminator: give it back to the input
@@ -258,7 +258,7 @@ class LineSplitter:
         else:
             self._held += data
 
-    def _split_runs(self, buf: bytes, offset: int, patterns: RunPatterns) -> list[LogicalLine | Run]:
+    def _split_runs(self, buf: bytes, offset: int, patterns: RunPatterns) -> list[LogicalLine | LineRun]:
         """``buf`` is b"\\n" and a block that ends with a terminator; the block's first byte is at
         ``offset``. Positions below are in ``buf``: block position + 1."""
         if self._line_start == offset:
@@ -280,7 +280,7 @@ class LineSplitter:
             # binary data: plain and quiet runs (ASCII) are rare, and looking for them costs a regex
             # step at every byte; the lines that are not junk are read one by one
             return self._between_runs(buf[1:], offset, patterns.junk)
-        out: list[LogicalLine | Run] = []
+        out: list[LogicalLine | LineRun] = []
         done = 1  # buf[1:done] is handled
         for m in patterns.run.finditer(buf, first):
             s, e = m.span()
@@ -305,14 +305,14 @@ class LineSplitter:
 
     def _between_runs(
         self, block: bytes, offset: int, junk_pattern: Callable[[], re.Pattern[str]] | None
-    ) -> list[LogicalLine | Run]:
+    ) -> list[LogicalLine | LineRun]:
         """Lines between runs (``block`` ends with a terminator), line by line; but when they are
         not all ASCII, consecutive whole lines that the junk pattern matches (binary data) make a
         quiet run of their own."""
         if junk_pattern is None or block.isascii():
             return list(self._split_lines(block, offset))
         junk = junk_pattern()
-        out: list[LogicalLine | Run] = []
+        out: list[LogicalLine | LineRun] = []
         start = 0
         if offset != self._line_start:  # the block starts inside a line begun earlier
             start = block.find(b"\n") + 1
@@ -337,7 +337,7 @@ class LineSplitter:
             out.extend(self._split_lines(tail, pos))
         return out
 
-    def _take_junk(self, chunk: bytes, offset: int, n: int, texts: list[str]) -> Run:
+    def _take_junk(self, chunk: bytes, offset: int, n: int, texts: list[str]) -> LineRun:
         """``n`` junk lines (``chunk``, each through its \\n, at ``offset``) as a quiet run, the
         counts kept as ``_split_lines`` keeps them: a logical line per piece, an invalid one per
         piece that is not UTF-8."""
@@ -365,8 +365,8 @@ class LineSplitter:
         # another "[" somewhere: no timestamp prefix may start inside a line (see _unglue)
         return all(run[m.start() - 1] == 0x0A for m in self._glued.finditer(run))
 
-    def _take_run(self, run: bytes, offset: int, n: int, stamps: list[tuple[bytes, bytes]], joined: bytes) -> Run:
-        out = Run(run, self._lineno, offset, n, stamps, joined)
+    def _take_run(self, run: bytes, offset: int, n: int, stamps: list[tuple[bytes, bytes]], joined: bytes) -> LineRun:
+        out = LineRun(run, self._lineno, offset, n, stamps, joined)
         self._lineno += n
         self.stats.physical += n
         self.stats.logical += n

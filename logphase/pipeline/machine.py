@@ -18,7 +18,7 @@ from logphase.pipeline.diagnosis import Severity, assess
 from logphase.pipeline.envelope import valid_plain_stamp
 from logphase.pipeline.facts import note_facts
 from logphase.pipeline.messages import SCHEDULER_RULES, evidence_of, stream_of
-from logphase.pipeline.phases import Phase, Role, Transition
+from logphase.pipeline.phases import MarkerRole, Phase, Transition
 from logphase.pipeline.runs import Incident, Run, Span, Track, seconds_between
 from logphase.servers.names import Server
 
@@ -145,7 +145,7 @@ class PhaseMachine:
 
     def _restarted(self, run: Run, event: ev.EventBase, transition: Transition | None, later: bool) -> bool:
         """A start-up marker after the run finished, of launch or of a phase before the rank's."""
-        if transition is None or transition.role is not Role.BEGIN or not run.finished or not later:
+        if transition is None or transition.role is not MarkerRole.BEGIN or not run.finished or not later:
             return False
         if transition.phase is Phase.LAUNCH:
             return True
@@ -176,10 +176,10 @@ class PhaseMachine:
 
     def _node_part_ready(self, run: Run, event: ev.EventBase, transition: Transition) -> None:
         """This node's part of a multi-node server is up: its ready is its last rank's end."""
-        if run.ready_line is None and transition.role in (Role.CLOSE, Role.END) and run.follower_node_up():
+        if run.ready_line is None and transition.role in (MarkerRole.CLOSE, MarkerRole.END) and run.follower_node_up():
             main = run.tracks.setdefault(None, Track())
             run.ready_ts, run.ready_line = event.ts, event.line
-            self._enter(run, main, Phase.READY, Role.BEGIN, event.ts, event.line)
+            self._enter(run, main, Phase.READY, MarkerRole.BEGIN, event.ts, event.line)
             main.close(Phase.READY, event.ts, event.line)
 
     @staticmethod
@@ -312,14 +312,14 @@ class PhaseMachine:
     def _apply(self, run: Run, event: ev.EventBase, transition: Transition) -> None:
         track = run.tracks.setdefault(self._track_key(event, transition), Track())
         role = transition.role
-        if role is Role.CLOSE:
+        if role is MarkerRole.CLOSE:
             self._close(run, track, event)
             return
-        phase = self._serving_phase(run, event) if role is Role.SERVING_OR_WARMUP else transition.phase
+        phase = self._serving_phase(run, event) if role is MarkerRole.SERVING_OR_WARMUP else transition.phase
         assert phase is not None
         if phase is Phase.READY and run.ready_line is None:
             run.ready_ts, run.ready_line = event.ts, event.line
-        if role is Role.END:
+        if role is MarkerRole.END:
             self._end(run, track, phase, event)
         else:
             self._evidence(run, track, phase, role, event)
@@ -329,7 +329,9 @@ class PhaseMachine:
         if track.phase is None:
             # the scheduler is ready: the log starts after its graphs (or its pool) were made
             cuda_graph = not (run.server_args or {}).get("disable_cuda_graph")
-            self._enter(run, track, Phase.CUDA_GRAPH_CAPTURE if cuda_graph else Phase.MEMORY_POOL, Role.CLOSE, None, event.line)
+            self._enter(
+                run, track, Phase.CUDA_GRAPH_CAPTURE if cuda_graph else Phase.MEMORY_POOL, MarkerRole.CLOSE, None, event.line
+            )
         track.close(track.phase, event.ts, event.line)
 
     @staticmethod
@@ -347,30 +349,30 @@ class PhaseMachine:
         if track.phase is None or phase.order > track.phase.order:
             # entered before the log shows it: after the rank's last phase, or before the log starts
             previous = track.spans[track.phase].end if track.phase is not None else None
-            self._enter(run, track, phase, Role.END, previous, event.line)
+            self._enter(run, track, phase, MarkerRole.END, previous, event.line)
         track.close(phase, event.ts, event.line)
 
-    def _evidence(self, run: Run, track: Track, phase: Phase, role: Role, event: ev.EventBase) -> None:
+    def _evidence(self, run: Run, track: Track, phase: Phase, role: MarkerRole, event: ev.EventBase) -> None:
         if track.phase is None or phase.order > track.phase.order:
             self._enter(run, track, phase, role, event.ts, event.line)
             if phase is Phase.READY:
                 track.close(phase, event.ts, event.line)  # ready is a moment
-        elif phase is track.phase and phase is not Phase.READY and role is not Role.WEAK:
+        elif phase is track.phase and phase is not Phase.READY and role is not MarkerRole.WEAK:
             # another capture (piecewise, draft, prefill) or a second pool after the first ended:
             # the phase goes on until its last end marker (weak evidence is printed later too)
             track.reopen(phase)
 
     @staticmethod
-    def _enter(run: Run, track: Track, phase: Phase, role: Role, ts: str | None, line: int) -> None:
+    def _enter(run: Run, track: Track, phase: Phase, role: MarkerRole, ts: str | None, line: int) -> None:
         first = run.first_entry is None
-        if first and not (phase is Phase.LAUNCH and role is Role.WEAK):
+        if first and not (phase is Phase.LAUNCH and role is MarkerRole.WEAK):
             # (weak launch evidence, a start-up note printed anywhere in launch, does not show that
             # the log starts with the launch: the next phase entered says whether it is cut)
             run.first_entry = (phase, line)
-        if phase is Phase.LAUNCH and role is Role.BEGIN:
+        if phase is Phase.LAUNCH and role is MarkerRole.BEGIN:
             run.launch_marked = True
         # the first phase of a log that starts mid-run began before its first line
-        track.enter(phase, ts, line, lower_bound=first and phase is not Phase.LAUNCH and role is not Role.BEGIN)
+        track.enter(phase, ts, line, lower_bound=first and phase is not Phase.LAUNCH and role is not MarkerRole.BEGIN)
 
     # -- facts for the report -------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""Stage 5 (several logs): the logs of one deployment read together.
+"""Stage 6 (several logs): the logs of one deployment read together.
 
     one Report per log -> servers (the nodes of a multi-node server; prefill, decode and router
     apart) -> per server: each node's clock skew, phases across nodes, the lagging rank, the root
@@ -40,7 +40,7 @@ from logphase.pipeline.report import (
 )
 from logphase.pipeline.runs import duration_between, seconds_between
 
-Role = Literal["server", "prefill", "decode", "router"]
+NodeRole = Literal["server", "prefill", "decode", "router"]
 
 # the events every node of a server passes together, best first: (phase, edge)
 _COMMON_EVENTS: tuple[tuple[Phase, Literal["start", "end"]], ...] = (
@@ -94,7 +94,7 @@ class Lagging(BaseModel):
 class ServerView(BaseModel):
     """One server of the deployment: a single log, or the logs of its nodes combined."""
 
-    role: Role = Field(description="server (plain), prefill or decode (disaggregation), router")
+    role: NodeRole = Field(description="server (plain), prefill or decode (disaggregation), router")
     nodes: list[str] = Field(description="its nodes, node 0 first")
     sources: list[str] = Field(description="their logs, in the same order")
     clocks: list[NodeClock] = Field(description="each node's clock skew against the first node")
@@ -115,14 +115,14 @@ class MergedReport(BaseModel):
 # -- grouping ---------------------------------------------------------------------------------------
 
 
-def _role(report: Report, router: bool) -> Role:
+def _role(report: Report, router: bool) -> NodeRole:
     if router:
         return "router"
     mode = str(report.config.get("disaggregation_mode") or "null")
     return "prefill" if mode == "prefill" else "decode" if mode == "decode" else "server"
 
 
-def _server_key(report: Report, role: Role, index: int) -> tuple[object, ...] | None:
+def _server_key(report: Report, role: NodeRole, index: int) -> tuple[object, ...] | None:
     """Logs with the same key are nodes of one server: one multi-node launch (same model, same
     rendezvous address, same node count), each with its own --node-rank. None: the log's lines
     do not say which launch it belongs to (no server_args: torchrun workers, a window of a longer
@@ -171,8 +171,8 @@ def merge(reports: Sequence[Report], routers: Iterable[int] = ()) -> MergedRepor
     """``reports`` in the order given; ``routers`` the indexes of the ones that are router logs."""
     router_set = set(routers)
     groups: dict[tuple[object, ...], list[int]] = {}
-    roles: dict[tuple[object, ...], Role] = {}
-    unsaid: list[tuple[int, Role]] = []
+    roles: dict[tuple[object, ...], NodeRole] = {}
+    unsaid: list[tuple[int, NodeRole]] = []
     for i, report in enumerate(reports):
         role = _role(report, i in router_set)
         key = _server_key(report, role, i)
@@ -212,7 +212,7 @@ def _node_rank(report: Report) -> int:
     return rank if isinstance(rank, int) else 0
 
 
-def _server(role: Role, members: list[Report]) -> ServerView:
+def _server(role: NodeRole, members: list[Report]) -> ServerView:
     members = sorted(members, key=_node_rank)
     taken: set[str] = set()
     names = [_node_name(r, taken) for r in members]
@@ -234,7 +234,7 @@ def _server(role: Role, members: list[Report]) -> ServerView:
     )
 
 
-def _single_node(role: Role, report: Report, name: str) -> ServerView:
+def _single_node(role: NodeRole, report: Report, name: str) -> ServerView:
     """A server of one log: its report as it is."""
     return ServerView(
         role=role,

@@ -18,7 +18,7 @@ from functools import cache
 from logphase.pipeline import events as ev
 from logphase.pipeline.grammars import terminal_pattern
 from logphase.pipeline.notes import SCHEDULER_NOTE, note_evidence
-from logphase.pipeline.phases import Phase, Role, Transition
+from logphase.pipeline.phases import MarkerRole, Phase, Transition
 from logphase.servers import PACKS
 from logphase.servers.pack import HTTP_UP, LAUNCH_NOTE, ByLine, Message
 
@@ -40,10 +40,10 @@ SCHEDULER_RULES = frozenset(rule for rule, m in MESSAGES.items() if m.scheduler)
 
 # -- evidence that depends on the line --------------------------------------------------------------
 
-WEIGHTS_BAR = Transition(Phase.WEIGHT_LOADING, Role.EVIDENCE)
-CAPTURE_BAR = Transition(Phase.CUDA_GRAPH_CAPTURE, Role.EVIDENCE)
-SERVING = Transition(Phase.READY, Role.SERVING, server_level=True)
-SERVING_OR_WARMUP = Transition(Phase.READY, Role.SERVING_OR_WARMUP, server_level=True)
+WEIGHTS_BAR = Transition(Phase.WEIGHT_LOADING, MarkerRole.EVIDENCE)
+CAPTURE_BAR = Transition(Phase.CUDA_GRAPH_CAPTURE, MarkerRole.EVIDENCE)
+SERVING = Transition(Phase.READY, MarkerRole.SERVING, server_level=True)
+SERVING_OR_WARMUP = Transition(Phase.READY, MarkerRole.SERVING_OR_WARMUP, server_level=True)
 # what the warmups of the servers poll first (spec 2.3), then they send one generate request
 WARMUP_PATHS = tuple(path for pack in PACKS for path in pack.warmup_paths)
 LAUNCHERS = tuple(name for pack in PACKS for name in pack.launchers)

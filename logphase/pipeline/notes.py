@@ -6,7 +6,7 @@ it starts that no grammar rule reads, as the literal pieces of its first line (t
 its placeholders), the earliest phase it is printed in and the process that prints it. A line
 that no grammar recognised is looked up here (``find``): by the first word of its message, then
 a match of the whole message, the literal pieces in order with anything between them.
-A match becomes a ``StartupNote`` whose phase is weak evidence (``Role.WEAK``: it enters the phase
+A match becomes a ``StartupNote`` whose phase is weak evidence (``MarkerRole.WEAK``: it enters the phase
 only from before it, so it never moves a run backwards). Notes are read only until the run is
 ready (the engine asks): after that they could say nothing.
 
@@ -24,7 +24,7 @@ from functools import cache
 from logphase.pipeline import events as ev
 from logphase.pipeline.events import LineInfo
 from logphase.pipeline.grammars import grammar_dir
-from logphase.pipeline.phases import Phase, Role, Transition
+from logphase.pipeline.phases import MarkerRole, Phase, Transition
 from logphase.pipeline.plain import MAX_PARSE_CHARS
 from logphase.servers import PACKS
 
@@ -208,7 +208,7 @@ def note_evidence(event: ev.EventBase) -> Transition | None:
     phase = getattr(event, "phase", None)
     if event.rule not in NOTE_RULES or not isinstance(phase, Phase):
         return None
-    return Transition(phase, Role.WEAK, server_level=phase is Phase.LAUNCH)
+    return Transition(phase, MarkerRole.WEAK, server_level=phase is Phase.LAUNCH)
 
 
 __all__ = [

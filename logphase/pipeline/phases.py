@@ -35,7 +35,7 @@ class Phase(str, Enum):
 PHASE_ORDER: tuple[Phase, ...] = tuple(Phase)
 
 
-class Role(str, Enum):
+class MarkerRole(str, Enum):
     BEGIN = "begin"  # the phase's own start marker: enters it; on a finished run, starts a new run
     EVIDENCE = "evidence"  # a line only this phase prints: enters it
     WEAK = "weak"  # usually printed in this phase, sometimes later: enters it only from before it
@@ -51,7 +51,7 @@ class Role(str, Enum):
 
 class Transition(NamedTuple):
     phase: Phase | None
-    role: Role
+    role: MarkerRole
     server_level: bool = False  # printed by the main process: no rank of its own
 
 
@@ -65,18 +65,20 @@ def validate_table(table: dict[str, Transition]) -> list[str]:
     problems = _unentered_phases(table)
     for kind, t in table.items():
         problems.extend(f"{kind}: {problem}" for problem in _row_problems(t))
-    if Phase.READY in {t.phase for t in table.values() if t.role is Role.END}:
+    if Phase.READY in {t.phase for t in table.values() if t.role is MarkerRole.END}:
         problems.append("ready is final: nothing may end it")
     problems.extend(
-        f"{kind}: server-level evidence cannot be weak" for kind, t in table.items() if t.server_level and t.role is Role.WEAK
+        f"{kind}: server-level evidence cannot be weak"
+        for kind, t in table.items()
+        if t.server_level and t.role is MarkerRole.WEAK
     )
     return problems
 
 
 # the roles that take a rank into the phase they name
-_ENTERING = (Role.BEGIN, Role.EVIDENCE, Role.WEAK, Role.END)
+_ENTERING = (MarkerRole.BEGIN, MarkerRole.EVIDENCE, MarkerRole.WEAK, MarkerRole.END)
 # the only roles that may name ready: its own marker, and the lines of a server that serves
-_READY_ROLES = (Role.BEGIN, Role.SERVING, Role.SERVING_OR_WARMUP)
+_READY_ROLES = (MarkerRole.BEGIN, MarkerRole.SERVING, MarkerRole.SERVING_OR_WARMUP)
 
 
 def _unentered_phases(table: dict[str, Transition]) -> list[str]:
@@ -89,12 +91,12 @@ def _unentered_phases(table: dict[str, Transition]) -> list[str]:
 def _row_problems(t: Transition) -> list[str]:
     """What is wrong with one transition on its own: the phase its role needs (or forbids)."""
     problems: list[str] = []
-    if t.role is Role.CLOSE and t.phase is not None:
+    if t.role is MarkerRole.CLOSE and t.phase is not None:
         problems.append("a CLOSE transition names no phase")
-    if t.role is not Role.CLOSE and t.phase is None:
+    if t.role is not MarkerRole.CLOSE and t.phase is None:
         problems.append(f"{t.role.value} transition without a phase")
     if t.phase is Phase.READY and t.role not in _READY_ROLES:
         problems.append("ready is entered only by its own marker or by serving")
-    if t.role in (Role.SERVING, Role.SERVING_OR_WARMUP) and t.phase is not Phase.READY:
+    if t.role in (MarkerRole.SERVING, MarkerRole.SERVING_OR_WARMUP) and t.phase is not Phase.READY:
         problems.append("serving lines are evidence of ready")
     return problems

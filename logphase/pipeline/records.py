@@ -25,6 +25,7 @@ from logphase.pipeline import events as ev
 from logphase.pipeline.envelope import Envelope
 from logphase.pipeline.events import LineInfo
 from logphase.pipeline.grammars import Parsed, parse, terminal_pattern
+from logphase.pipeline.plain import MAX_PARSE_CHARS
 from logphase.pipeline.prefilter import literal_factors
 from logphase.servers import PACKS
 
@@ -32,7 +33,6 @@ from logphase.servers import PACKS
 # report); beyond this many lines the record is closed and what follows is read on its own.
 MAX_MESSAGE_LINES = 40
 MAX_FRAMES = 200
-MAX_PARSE_CHARS = 4096
 
 
 # an exception line standing alone: an exception class at the start, then ':' or nothing
@@ -296,7 +296,6 @@ def _continue_unindented(record: OpenRecord, stripped: str, shape: Parsed | None
         record.exceptions[-1].message_lines.append(stripped)
         return True
     return False
-
 
 
 def _quoting_exception(record: OpenRecord, shape: Parsed, lineno: int) -> bool | None:

@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 from lark.grammar import Terminal
 
-from logphase.pipeline.causes import SIGNATURES, Cause, Role, Signature
+from logphase.pipeline.causes import SIGNATURES, Cause, Signature, SignatureRole
 from logphase.pipeline.grammars import parser, terminal_pattern
 from logphase.pipeline.phases import Phase
 from logphase.servers import PACKS
@@ -24,7 +24,7 @@ class Reading(NamedTuple):
 
     signature: Signature | None  # None: no row matched (an error logphase has no meaning for)
     cause: Cause | None
-    role: Role
+    role: SignatureRole
     phase: Phase | None  # the phase the text (or a wrapper around it) names
     hint: str | None
 
@@ -62,10 +62,10 @@ def read_error(text: str) -> Reading:
         signature, end = found
         phase = phase or signature.phase
         hint = hint or signature.hint
-        if signature.role is not Role.WRAPPER:
+        if signature.role is not SignatureRole.WRAPPER:
             return Reading(signature, signature.cause, signature.role, signature.phase or phase, signature.hint or hint)
         text = text[end:]
-    return Reading(None, None, Role.ROOT, phase, hint)
+    return Reading(None, None, SignatureRole.ROOT, phase, hint)
 
 
 def deciding_row(text: str) -> Signature | None:

@@ -19,8 +19,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
-from logphase.pipeline.phases import Phase, Transition
-from logphase.pipeline.phases import Role as PhaseRole
+from logphase.pipeline.phases import MarkerRole, Phase, Transition
 
 if TYPE_CHECKING:  # the row types stay light: `logphase --help` reads the Cause vocabulary only
     from logphase.pipeline.builders import Builder
@@ -47,7 +46,7 @@ class Cause(str, Enum):
         return str(self.value)
 
 
-class Role(str, Enum):
+class SignatureRole(str, Enum):
     """What an error's text is to the failure."""
 
     ROOT = "root"  # states an error: the root cause when it is the earliest
@@ -62,7 +61,7 @@ class Signature:
 
     rule: str  # the rule of an error grammar (grammars/*/..._errors.lark, grammars/shared/errors.lark)
     cause: Cause | None  # None for wrappers: the quoted error's cause
-    role: Role
+    role: SignatureRole
     phase: Phase | None = None  # the phase the error itself names, whatever the markers say
     hint: str | None = None  # advice for this error in particular (else the cause's, by phase)
     # where the row stands among every pack's rows: the first row whose phrases occur decides, so
@@ -157,11 +156,11 @@ class Pack:
 # -- transitions the rows of several packs use ------------------------------------------------------
 
 D, W, M, C = Phase.DISTRIBUTED_INIT, Phase.WEIGHT_LOADING, Phase.MEMORY_POOL, Phase.CUDA_GRAPH_CAPTURE
-BEGIN, EVIDENCE, WEAK, END = PhaseRole.BEGIN, PhaseRole.EVIDENCE, PhaseRole.WEAK, PhaseRole.END
-CLOSE = Transition(None, PhaseRole.CLOSE)
-HTTP_UP = Transition(Phase.WARMUP, PhaseRole.EVIDENCE, server_level=True)
-LAUNCH_NOTE = Transition(Phase.LAUNCH, PhaseRole.EVIDENCE, server_level=True)
+BEGIN, EVIDENCE, WEAK, END = MarkerRole.BEGIN, MarkerRole.EVIDENCE, MarkerRole.WEAK, MarkerRole.END
+CLOSE = Transition(None, MarkerRole.CLOSE)
+HTTP_UP = Transition(Phase.WARMUP, MarkerRole.EVIDENCE, server_level=True)
+LAUNCH_NOTE = Transition(Phase.LAUNCH, MarkerRole.EVIDENCE, server_level=True)
 
 
-def t(phase: Phase, role: PhaseRole, server_level: bool = False) -> Transition:
+def t(phase: Phase, role: MarkerRole, server_level: bool = False) -> Transition:
     return Transition(phase, role, server_level)

@@ -10,8 +10,7 @@ import json
 from logphase.pipeline import builders as b
 from logphase.pipeline import events as ev
 from logphase.pipeline.grammars import grammar_dir
-from logphase.pipeline.phases import Phase, Transition
-from logphase.pipeline.phases import Role as PhaseRole
+from logphase.pipeline.phases import MarkerRole, Phase, Transition
 from logphase.pipeline.values import gigabytes, integer, number
 from logphase.servers.pack import (
     BEGIN,
@@ -28,18 +27,18 @@ from logphase.servers.pack import (
     M,
     Message,
     Pack,
-    Role,
     ServerFunction,
     Signature,
+    SignatureRole,
     W,
     t,
 )
 
 _LAUNCH_LEVEL = t(Phase.LAUNCH, EVIDENCE, server_level=True)
-_SERVING_NOTE = Transition(Phase.READY, PhaseRole.SERVING, server_level=True)
-_SERVING_OR_WARMUP_NOTE = Transition(Phase.READY, PhaseRole.SERVING_OR_WARMUP, server_level=True)
+_SERVING_NOTE = Transition(Phase.READY, MarkerRole.SERVING, server_level=True)
+_SERVING_OR_WARMUP_NOTE = Transition(Phase.READY, MarkerRole.SERVING_OR_WARMUP, server_level=True)
 
-MESSAGES: dict[str, Message] = {
+_MESSAGES: dict[str, Message] = {
     # server_args.lark: the dump (its builder is in classify.py: a grammar of its own values)
     "server_args": Message(
         "server_args",
@@ -127,7 +126,7 @@ MESSAGES: dict[str, Message] = {
     "startup_timings": Message(
         "sglang",
         b.startup_timings,
-        Transition(None, PhaseRole.CLOSE, server_level=True),
+        Transition(None, MarkerRole.CLOSE, server_level=True),
     ),
     "server_ready": Message("sglang", b.simple(ev.ServerReady), t(Phase.READY, BEGIN, server_level=True)),
     "pd_warmup": Message("sglang", b.with_message(ev.WarmupMarker), HTTP_UP),
@@ -241,11 +240,11 @@ MESSAGES: dict[str, Message] = {
     "request_abort": Message("sglang", b.with_message(ev.StartupNote), _SERVING_OR_WARMUP_NOTE),
 }
 
-_ROOT, _ECHO, _WRAP = Role.ROOT, Role.ECHO, Role.WRAPPER
+_ROOT, _ECHO, _WRAP = SignatureRole.ROOT, SignatureRole.ECHO, SignatureRole.WRAPPER
 _MEM, _GRAPH, _WARMUP = Phase.MEMORY_POOL, Phase.CUDA_GRAPH_CAPTURE, Phase.WARMUP
 
 # Rows of the cause table; ``rank`` places them among the shared pack's (causes.py sorts by it)
-SIGNATURES: tuple[Signature, ...] = (
+_SIGNATURES: tuple[Signature, ...] = (
     Signature(
         "peer_finished_loading",
         Cause.DISTRIBUTED_TIMEOUT,
@@ -346,7 +345,7 @@ _STARTUP: frozenset[Phase | None] = frozenset({*Phase, None}) - _SERVING
 
 # What to change, by cause and phase (pipeline/hints.py: a row that needs a value goes first, then
 # a row for the phase, then the cause's general row); ``{mfs_text}`` and the others come from the log
-HINTS: tuple[Hint, ...] = (
+_HINTS: tuple[Hint, ...] = (
     Hint(
         Cause.KV_CACHE_INSUFFICIENT_MEMORY,
         "The KV cache ran out while serving: lower --max-running-requests or --chunked-prefill-size, or "
@@ -455,7 +454,7 @@ _READY, _WARMUP = Phase.READY, Phase.WARMUP
 _CAPTURE, _POOL = Phase.CUDA_GRAPH_CAPTURE, Phase.MEMORY_POOL
 _WEIGHTS, _DIST, _LAUNCH = Phase.WEIGHT_LOADING, Phase.DISTRIBUTED_INIT, Phase.LAUNCH
 
-FUNCTIONS: tuple[ServerFunction, ...] = (
+_FUNCTIONS: tuple[ServerFunction, ...] = (
     # -- the scheduler's serving loop and what it runs each step: the server is up ---------------
     ServerFunction("run_event_loop", _READY),
     ServerFunction("dispatch_event_loop", _READY),
@@ -664,10 +663,10 @@ PACK = Pack(
     display_name="SGLang",
     grammars=("server_args", "sglang"),
     error_grammars=("sglang_errors",),
-    messages=MESSAGES,
-    signatures=SIGNATURES,
-    functions=FUNCTIONS + _mined_functions(FUNCTIONS),
-    hints=HINTS,
+    messages=_MESSAGES,
+    signatures=_SIGNATURES,
+    functions=_FUNCTIONS + _mined_functions(_FUNCTIONS),
+    hints=_HINTS,
     hint_settings={"mfs": "mem_fraction_static", "max_bs": "cuda_graph_max_bs", "port": "port"},
     launchers=("launch_server",),
     warmup_paths=("/model_info", "/get_model_info"),

@@ -17,12 +17,12 @@ from logphase.servers.pack import (
     Hint,
     Message,
     Pack,
-    Role,
     Signature,
+    SignatureRole,
     t,
 )
 
-_ROOT, _ECHO, _WRAP = Role.ROOT, Role.ECHO, Role.WRAPPER
+_ROOT, _ECHO, _WRAP = SignatureRole.ROOT, SignatureRole.ECHO, SignatureRole.WRAPPER
 _SERVING = frozenset({Phase.READY, Phase.WARMUP})
 
 # the advice for a crash in native code: the hint of its signature and of its cause once a crash is known
@@ -31,7 +31,7 @@ NATIVE_CRASH_HINT = (
     "(CUDA/HIP, NCCL, a kernel); update drivers or the failing kernel's package, or report it upstream."
 )
 
-MESSAGES: dict[str, Message] = {
+_MESSAGES: dict[str, Message] = {
     # gloo.lark (stdout: Gloo's connection lines, format A)
     "gloo_connected": Message(
         "gloo",
@@ -157,7 +157,7 @@ MESSAGES: dict[str, Message] = {
 }
 
 # Rows of the cause table; ``rank`` places them among the other packs' rows (causes.py sorts by it)
-SIGNATURES: tuple[Signature, ...] = (
+_SIGNATURES: tuple[Signature, ...] = (
     Signature("child_killed", Cause.KILLED, _ECHO, rank=20),
     Signature("child_died", Cause.CHILD_PROCESS_FAILED, _ECHO, rank=30),
     Signature(
@@ -172,7 +172,7 @@ SIGNATURES: tuple[Signature, ...] = (
     Signature(
         "exit_cleanup",
         Cause.KILLED,
-        Role.EXIT,
+        SignatureRole.EXIT,
         rank=110,
     ),
     Signature("actor_wrapper", None, _WRAP, rank=140),
@@ -255,7 +255,7 @@ SIGNATURES: tuple[Signature, ...] = (
     Signature("native_crash", Cause.PYTHON_EXCEPTION, _ROOT, hint=NATIVE_CRASH_HINT, rank=360),
 )
 
-HINTS: tuple[Hint, ...] = (
+_HINTS: tuple[Hint, ...] = (
     Hint(
         Cause.KILLED,
         "A process was killed{where} (SIGKILL, or the process tree vanished without an error): usually the "
@@ -287,9 +287,9 @@ PACK = Pack(
     server=False,
     record_grammars=("traceback",),
     error_grammars=("errors",),
-    messages=MESSAGES,
-    signatures=SIGNATURES,
-    hints=HINTS,
+    messages=_MESSAGES,
+    signatures=_SIGNATURES,
+    hints=_HINTS,
     # PyTorch's, transformers' (and, until its pack, vLLM's) code runs the server's work
     server_paths=(r"/torch/", r"/transformers/", r"/vllm/"),
     harness_paths=(r"unittest/", r"/_pytest/", r"pytest", r"/test_[^/]*\.py$", r"/tests?/"),

@@ -111,14 +111,14 @@ def _many(args: argparse.Namespace, want: Expectations) -> int:
     """Each log against the same expectations: its result (JSON Lines with --json), then a count."""
     import orjson
 
-    from logphase.faces.batch import Outcome, default_jobs, run_batch, worst_exit
+    from logphase.faces.batch import FileOutcome, default_jobs, run_batch, worst_exit
     from logphase.faces.oracle import check, render_check
     from logphase.faces.wording import plural
 
     out = sys.stdout.buffer
     codes: list[int] = []
 
-    def emit(outcome: Outcome) -> None:
+    def emit(outcome: FileOutcome) -> None:
         assert outcome.report is not None
         result = check(outcome.report, want)
         codes.append(EXIT_READY if result.ok else EXIT_FAILED)

@@ -160,14 +160,14 @@ def _many(args: argparse.Namespace, expect: dict[str, str]) -> int:
     """Several logs: a headline per log (or a JSON report per line), then the count per outcome."""
     import orjson
 
-    from logphase.faces.batch import Outcome, default_jobs, run_batch, summary, worst_exit
+    from logphase.faces.batch import FileOutcome, default_jobs, run_batch, summary, worst_exit
     from logphase.faces.wording import headline
 
     if args.events or args.unrecognized:
         raise InputError("--events and --unrecognized read one log at a time")
     out = sys.stdout.buffer
 
-    def emit(outcome: Outcome) -> None:
+    def emit(outcome: FileOutcome) -> None:
         assert outcome.report is not None
         if args.json:
             out.write(orjson.dumps(outcome.report.model_dump(mode="json")) + b"\n")
