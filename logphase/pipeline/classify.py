@@ -3,7 +3,7 @@
 The grammar a line can belong to is picked by one regular expression composed from the terminals
 each message of each grammar can start with (``messages.py`` lists the messages): Lark only sees
 lines that can carry an event. A message is known by its text wherever it starts: when nothing
-is recognised at the start of the body (an envelope logphase does not know, say), the SGLang
+is recognised at the start of the body (an envelope logphase does not know, say), the servers'
 messages are looked for further in the line. The builders of ``messages.py`` turn the match into
 the event.
 """
@@ -61,7 +61,12 @@ def _dispatch() -> tuple[re.Pattern[str], dict[str, re.Pattern[str]], re.Pattern
     probes = "|".join(
         f"(?P<{grammar}>{''.join(terminal_pattern(grammar, t) for t in names)})" for grammar, names in PROBES.items()
     )
-    anywhere = "|".join(f"(?:{h})" for g in SERVER_GRAMMARS for h in _heads(g) if _literal_led(h))
+    # one group per server grammar: the group that matched names the grammar to parse with
+    anywhere = "|".join(
+        f"(?P<{g}>{'|'.join(f'(?:{h})' for h in _heads(g) if _literal_led(h))})"
+        for g in SERVER_GRAMMARS
+        if any(_literal_led(h) for h in _heads(g))
+    )
     return re.compile("|".join(groups)), per_grammar, re.compile(probes), re.compile(anywhere)
 
 
@@ -152,8 +157,7 @@ def _further_in(text: str, at: LineInfo) -> ev.EventBase | None:
         return None  # no server message starts anywhere in it: a long line is not scanned for one
     _, _, _, anywhere = _dispatch()
     for found in anywhere.finditer(text, 1):
-        grammar = "server_args" if text.startswith(_SERVER_ARGS_LITERAL, found.start()) else "sglang"
-        event = _build(grammar, text[found.start() :], at)
+        event = _build(found.lastgroup or "", text[found.start() :], at)
         if event is not None:
             return event
     return None

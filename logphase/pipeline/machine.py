@@ -16,7 +16,7 @@ from logphase.pipeline import events as ev
 from logphase.pipeline.diagnosis import Severity, assess
 from logphase.pipeline.envelope import valid_plain_stamp
 from logphase.pipeline.facts import note_facts
-from logphase.pipeline.messages import SCHEDULER_RULES, evidence_of, stream_of
+from logphase.pipeline.messages import SCHEDULER_RULES, SERVER_OF_RULE, evidence_in, stream_of
 from logphase.pipeline.phases import Phase, Role, Transition
 from logphase.pipeline.runs import Incident, Run, Span, Track, seconds_between
 
@@ -106,7 +106,7 @@ class PhaseMachine:
             # a multi-line record that began before this run started and closed only now
             # (its lines interleaved with the next run's first ones): it belongs where it began
             earlier = next(r for r in reversed(self.runs) if r.start_line <= event.line)
-            self._fold(earlier, event, evidence_of(event))
+            self._fold(earlier, event, evidence_in(event, earlier.server))
             return
         ts = event.ts
         if ts is not None and not event.ts_inherited and not event.ts_wrapper:
@@ -126,7 +126,10 @@ class PhaseMachine:
         ):
             run = self._new_run(event.line)
             later = True
-        transition = evidence_of(event)
+        # a start line of a server that is not this run's (another server's run after it) starts a
+        # run of its own, as any begin on a finished run does
+        server = SERVER_OF_RULE.get(event.rule or "")
+        transition = evidence_in(event, run.server or server)
         if transition is not None and transition.role is Role.BEGIN and run.finished and later:
             track = self._track_key(event, transition)
             current = run.tracks.get(track)
@@ -141,6 +144,8 @@ class PhaseMachine:
 
     def _fold(self, run: Run, event: ev.EventBase, transition: Transition | None) -> None:
         ts, kind = event.ts, event.kind
+        if run.server is None:
+            run.server = SERVER_OF_RULE.get(event.rule or "")
         run.extend(ts, ts, event.end_line or event.line)
         if run.ready_line is None:
             # where start-up lines were written (the bulk path counts serving lines without events)

@@ -207,6 +207,7 @@ class Run:
     # how the run's first phase was entered: anything but the launch means the log starts mid-run
     first_entry: tuple[Phase, int] | None = None
     seen_sglang: bool = False  # SGLang's own lines, known messages or not
+    server: str | None = None  # the pack whose start lines the run printed (messages.SERVER_OF_RULE)
     streams: set[str] = field(default_factory=set)  # where the events' lines were written
     bars: dict[Phase, ev.ProgressBar] = field(default_factory=dict)  # the latest bar of each phase
     size_rank: str | None = None
