@@ -157,12 +157,15 @@ def _further_in(text: str, at: LineInfo) -> ev.EventBase | None:
         return None  # no server message starts anywhere in it: a long line is not scanned for one
     _, _, _, anywhere = _dispatch()
     for found in anywhere.finditer(text, 1):
+        if text[found.start() - 1] in _QUOTES:
+            continue  # a message quoted in a source line ('raise ValueError("No available ...'): not the message
         event = _build(found.lastgroup or "", text[found.start() :], at)
         if event is not None:
             return event
     return None
 
 
+_QUOTES = frozenset("\"'")
 # what every head of the server_args grammar holds (tests/test_binary_input.py checks it)
 _SERVER_ARGS_LITERAL = first_literal("server_args", "server_args")
 # Lines longer than this are first searched for the literal starts of the SGLang messages looked

@@ -153,10 +153,22 @@ def _assess_distributed(event: ev.DistributedError, after_ready: bool) -> Assess
 def _assess_torch(event: ev.TorchLog, after_ready: bool) -> Assessment | None:
     # c10's error lines ('[E130 ...] ProcessGroupGloo.cpp:143] Gloo connectFullMesh failed ...')
     # state a root cause when the table knows their text; other levels never do
+    if event.level == "W":
+        return _torch_timeout_warning(event)
     if event.level not in ("E", "F"):
         return None
     reading = read_error(event.message)
     return _assessment(reading, event.message, Severity.ROOT, None) if reading.signature else None
+
+
+def _torch_timeout_warning(event: ev.TorchLog) -> Assessment | None:
+    """c10d's warning that a wait on the store timed out ('[W...] [c10d] waitForInput ... timed out
+    after 1800000ms'): the rendezvous (or a barrier) is over. An echo: it names the failure when no
+    process states an error; torch.distributed was initialising, at least."""
+    reading = read_error(event.message)
+    if reading.cause is not Cause.DISTRIBUTED_TIMEOUT:
+        return None
+    return Assessment(Severity.ECHO, Cause.DISTRIBUTED_TIMEOUT, None, event.message, floor=Phase.DISTRIBUTED_INIT)
 
 
 def _assess_process(event: ev.ProcessError, after_ready: bool) -> Assessment | None:
@@ -203,6 +215,10 @@ def _assess_exception(e: ev.PythonException, after_ready: bool) -> Assessment | 
     header_reading = read_error(e.header) if e.header else None
     wrapper_phase = header_reading.phase if header_reading else None
     if not e.complete:
+        if header_reading is not None and header_reading.signature is not None and header_reading.role is Role.ROOT:
+            # the header states the error itself ('Exception in worker ... while processing method
+            # init_device: NCCL error ...'): the cut record says why, not only where
+            return _assessment(header_reading, e.header or "", Severity.ROOT, None)._replace(floor=frames_floor(e.frames))
         return _cut(e, wrapper_phase)
     exceptions = [*e.chain, _last(e)]
     readings = [read_error(_exception_text(x)) for x in exceptions]

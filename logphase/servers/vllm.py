@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from logphase.pipeline import builders as b
 from logphase.pipeline import events as ev
+from logphase.pipeline.grammars import terminal_pattern
 from logphase.pipeline.phases import Phase, Transition
 from logphase.pipeline.phases import Role as PhaseRole
 from logphase.pipeline.values import gigabytes, number
@@ -395,5 +396,12 @@ PACK = Pack(
     # vLLM sends no warmup request: its API server is up once uvicorn's start-up is complete
     meanings={"http_startup_complete": Transition(Phase.READY, PhaseRole.BEGIN, server_level=True)},
     server_paths=(r"/vllm/",),
-    fatal_headers=(),
+    # the headers vLLM logs before the traceback of a process that dies from it (the engine core's,
+    # a V1 worker's, a V0 worker's: the driver raises it again)
+    fatal_headers=(
+        terminal_pattern("vllm_errors", "VLLM_ENGINE_CORE_FAILED"),
+        terminal_pattern("vllm", "WORKER_PROC_FAILED"),
+        terminal_pattern("vllm", "WORKER_PROC_HIT"),
+        terminal_pattern("vllm_errors", "VLLM_WORKER_EXCEPTION"),
+    ),
 )
