@@ -350,14 +350,15 @@ FUNCTIONS: tuple[ServerFunction, ...] = (
     ServerFunction("determine_available_memory", _POOL),
     ServerFunction("profile_run", _POOL),
     ServerFunction("_dummy_sampler_run", _POOL),
-    ServerFunction("_initialize_kv_caches", _POOL),
+    # the V1 engine core sizes the KV cache, then has the workers compile and capture: a lower bound
+    ServerFunction("_initialize_kv_caches", _POOL, "core.py", onward=True),
+    ServerFunction("initialize_from_config", _POOL, "abstract.py", onward=True),
     ServerFunction("get_kv_cache_configs", _POOL),
     ServerFunction("get_kv_cache_config", _POOL),
     ServerFunction("check_enough_kv_cache_memory", _POOL),
     ServerFunction("raise_if_cache_size_invalid", _POOL),
     ServerFunction("initialize_cache", _POOL),
     ServerFunction("initialize_kv_cache", _POOL),
-    ServerFunction("initialize_from_config", _POOL),
     ServerFunction("initialize_kv_cache_tensors", _POOL),
     # -- weights ------------------------------------------------------------------------------------
     ServerFunction("get_all_weights", _WEIGHTS),
@@ -393,8 +394,15 @@ PACK = Pack(
         "max_num_seqs",
     ),
     start_rules=("api_server_version", "server_version", "version_logo", "engine_init", "headless_launch"),
-    # vLLM sends no warmup request: its API server is up once uvicorn's start-up is complete
-    meanings={"http_startup_complete": Transition(Phase.READY, PhaseRole.BEGIN, server_level=True)},
+    meanings={
+        # vLLM sends no warmup request: its API server is up once uvicorn's start-up is complete
+        "http_startup_complete": Transition(Phase.READY, PhaseRole.BEGIN, server_level=True),
+        # vLLM's lines that sglang.lark reads (SGLang prints them too): in a vLLM run they are the
+        # server process's, not a scheduler rank's (a single-GPU vLLM has no TP0)
+        "weights_format": t(W, EVIDENCE, server_level=True),
+        "custom_allreduce": t(D, EVIDENCE, server_level=True),
+        "cuda_graph_addresses": t(C, EVIDENCE, server_level=True),
+    },
     server_paths=(r"/vllm/",),
     # the headers vLLM logs before the traceback of a process that dies from it (the engine core's,
     # a V1 worker's, a V0 worker's: the driver raises it again)
