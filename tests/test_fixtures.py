@@ -60,7 +60,17 @@ def _kinds(cell: str) -> set[str]:
     return set() if head == "none" else {k.strip() for k in head.split(",") if k.strip()}
 
 
-@pytest.mark.parametrize("log", fixture_logs(), ids=lambda p: p.stem)
+# Rows whose right answer (MANIFEST.md) needs vLLM's process prefixes read as rank tags, which the
+# envelope's branch (h/venv) brings: strict, so the mark must go once that lands
+AWAITING_THE_ENVELOPE = {"vllm_cuda_oom_capture_v1_0_8.log": "the rank is printed only in `(VllmWorker rank=1 pid=N)`"}
+
+
+def _awaiting(log: Path) -> object:
+    reason = AWAITING_THE_ENVELOPE.get(log.name)
+    return pytest.param(log, marks=pytest.mark.xfail(reason=reason, strict=True)) if reason else log
+
+
+@pytest.mark.parametrize("log", [_awaiting(log) for log in fixture_logs()], ids=lambda p: p.stem)
 def test_golden_agrees_with_the_manifest(log: Path) -> None:
     row = manifest_rows().get(log.name)
     assert row is not None, f"{log.name} has no row in MANIFEST.md"
