@@ -32,9 +32,13 @@ DISPATCHED = SERVER_GRAMMARS + FOREIGN
 PROBES = {"tqdm": ("BAR_PERCENT", "BAR_METER")}
 
 
-def _heads(grammar: str) -> list[str]:
+def _heads(grammar: str, anywhere: bool = False) -> list[str]:
+    """The terminals a grammar's messages start with; ``anywhere``: only those of the messages that
+    may be looked for further in a line (a row can say it is known only at a message's start)."""
     out: list[str] = []
     for rule in message_rules(grammar):
+        if anywhere and rule in MESSAGES and not MESSAGES[rule].anywhere:
+            continue
         for name in first_terminals(grammar, rule):
             pattern = terminal_pattern(grammar, name)
             if pattern not in out:
@@ -63,9 +67,9 @@ def _dispatch() -> tuple[re.Pattern[str], dict[str, re.Pattern[str]], re.Pattern
     )
     # one group per server grammar: the group that matched names the grammar to parse with
     anywhere = "|".join(
-        f"(?P<{g}>{'|'.join(f'(?:{h})' for h in _heads(g) if _literal_led(h))})"
+        f"(?P<{g}>{'|'.join(f'(?:{h})' for h in _heads(g, anywhere=True) if _literal_led(h))})"
         for g in SERVER_GRAMMARS
-        if any(_literal_led(h) for h in _heads(g))
+        if any(_literal_led(h) for h in _heads(g, anywhere=True))
     )
     return re.compile("|".join(groups)), per_grammar, re.compile(probes), re.compile(anywhere)
 
@@ -180,7 +184,7 @@ def _anywhere_leads() -> tuple[str, ...]:
     none of these holds no match of the ``anywhere`` pattern."""
     leads: set[str] = set()
     for g in SERVER_GRAMMARS:
-        for head in _heads(g):
+        for head in _heads(g, anywhere=True):
             if _literal_led(head):
                 found = leading_literals(head)
                 assert found, f"a literal-led head without a literal start: {head}"

@@ -95,6 +95,9 @@ class Message:
     scheduler: bool = False
     stream: Stream | None = "stderr"  # where its writer writes; None: either (a shell's, a launcher's)
     cause: Cause | None = None  # the cause a one-line error states (the row's event is an error line)
+    # looked for further in a line too (behind an envelope logphase does not know); False for a
+    # message whose head is common words ('Route: ', 'Request x failed'): known only at a line's start
+    anywhere: bool = True
 
 
 class ServerFunction(NamedTuple):

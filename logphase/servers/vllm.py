@@ -50,10 +50,12 @@ _SERVING = Transition(Phase.READY, PhaseRole.SERVING, server_level=True)
 _NOTE = b.with_message(ev.StartupNote)
 
 
-def _row(build: b.Builder | None, evidence: Transition | None = None, cause: Cause | None = None) -> Message:
+def _row(
+    build: b.Builder | None, evidence: Transition | None = None, cause: Cause | None = None, anywhere: bool = True
+) -> Message:
     """A row of vLLM's grammar. A line without a process prefix is the server's own process (the
     engine, or the only worker of one GPU), not a rank: no row is a scheduler's row."""
-    return Message(_G, build, evidence, stream=None, cause=cause)
+    return Message(_G, build, evidence, stream=None, cause=cause, anywhere=anywhere)
 
 
 MESSAGES: dict[str, Message] = {
@@ -122,13 +124,15 @@ MESSAGES: dict[str, Message] = {
     # -- the API server after the engine (warmup), serving (ready) --------------------------------
     "api_server_start": _row(_NOTE, HTTP_UP),
     "routes": _row(_NOTE, HTTP_UP),
-    "route": _row(_NOTE, HTTP_UP),
+    # (anywhere=False: heads of common words, known at a message's start only: a stray 'Route: ' or
+    # 'Request x failed' further in another server's line says nothing)
+    "route": _row(_NOTE, HTTP_UP, anywhere=False),
     "supported_tasks": _row(_NOTE, HTTP_UP),
     "grpc_server": _row(_NOTE, HTTP_UP),
     "throughput": _row(_NOTE, _SERVING),
-    "received_request": _row(_NOTE, _SERVING),
-    "request_error": _row(_NOTE, _SERVING),  # one request failed; the server goes on serving
-    "vllm_request_failed": _row(b.child("request_failed")),
+    "received_request": _row(_NOTE, _SERVING, anywhere=False),
+    "request_error": _row(_NOTE, _SERVING, anywhere=False),  # one request failed; the server goes on serving
+    "vllm_request_failed": _row(b.child("request_failed"), anywhere=False),
     "shm_stall": _row(_NOTE),
     "vllm_shutdown": _row(_NOTE),  # workers stop after a failure too: not a requested shutdown
     "ray_dedup_note": _row(_NOTE),
