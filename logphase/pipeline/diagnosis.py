@@ -215,11 +215,7 @@ def _assess_exception(e: ev.PythonException, after_ready: bool) -> Assessment | 
     header_reading = read_error(e.header) if e.header else None
     wrapper_phase = header_reading.phase if header_reading else None
     if not e.complete:
-        if header_reading is not None and header_reading.signature is not None and header_reading.role is Role.ROOT:
-            # the header states the error itself ('Exception in worker ... while processing method
-            # init_device: NCCL error ...'): the cut record says why, not only where
-            return _assessment(header_reading, e.header or "", Severity.ROOT, None)._replace(floor=frames_floor(e.frames))
-        return _cut(e, wrapper_phase)
+        return _cut(e, header_reading)
     exceptions = [*e.chain, _last(e)]
     readings = [read_error(_exception_text(x)) for x in exceptions]
     echo = next((i for i, r in enumerate(readings) if r.role is Role.ECHO), None)
@@ -263,8 +259,13 @@ def _ignored(e: ev.PythonException, after_ready: bool) -> bool:
     return after_ready and e.headerless and not e.frames and read_error(_exception_text(_last(e))).signature is None
 
 
-def _cut(e: ev.PythonException, wrapper_phase: Phase | None) -> Assessment:
-    """A traceback cut before its exception line: where it was is all it says."""
+def _cut(e: ev.PythonException, header_reading: Reading | None) -> Assessment:
+    """A traceback cut before its exception line: where it was is all it says, unless its header
+    states the error itself ('Exception in worker ... while processing method init_device: NCCL
+    error ...'): then the cut record says why too."""
+    if header_reading is not None and header_reading.signature is not None and header_reading.role is Role.ROOT:
+        return _assessment(header_reading, e.header or "", Severity.ROOT, None)._replace(floor=frames_floor(e.frames))
+    wrapper_phase = header_reading.phase if header_reading else None
     frames_at = statement_phase(e.statement) or frames_phase(e.frames)
     # a frame line cut before ', in <function>' has lost its line number's tail too
     whole = [f for f in e.frames if f.function is not None]

@@ -64,6 +64,11 @@ def _iso(stamp: bytes) -> str:
     return stamp.decode("ascii").replace(" ", "T", 1)
 
 
+def _server(run: Run, event: ev.EventBase) -> str | None:
+    """The server a run is: the one whose start line it printed first (this event's, if it is one)."""
+    return run.server or SERVER_OF_RULE.get(event.rule or "")
+
+
 def jumps_back(previous: str | None, ts: str) -> bool:
     """A writer's clock going back this far means another run's lines, not interleaving (writers
     interleave, so clocks are compared within a writer)."""
@@ -126,10 +131,7 @@ class PhaseMachine:
         ):
             run = self._new_run(event.line)
             later = True
-        # a start line of a server that is not this run's (another server's run after it) starts a
-        # run of its own, as any begin on a finished run does
-        server = SERVER_OF_RULE.get(event.rule or "")
-        transition = evidence_in(event, run.server or server)
+        transition = evidence_in(event, _server(run, event))
         if transition is not None and transition.role is Role.BEGIN and run.finished and later:
             track = self._track_key(event, transition)
             current = run.tracks.get(track)
@@ -144,8 +146,7 @@ class PhaseMachine:
 
     def _fold(self, run: Run, event: ev.EventBase, transition: Transition | None) -> None:
         ts, kind = event.ts, event.kind
-        if run.server is None:
-            run.server = SERVER_OF_RULE.get(event.rule or "")
+        run.server = _server(run, event)
         run.extend(ts, ts, event.end_line or event.line)
         if run.ready_line is None:
             # where start-up lines were written (the bulk path counts serving lines without events)
