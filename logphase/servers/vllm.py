@@ -83,7 +83,8 @@ MESSAGES: dict[str, Message] = {
     "all2all_manager": _row(_NOTE, t(D, WEAK)),
     "free_memory_note": _row(_NOTE, t(D, WEAK)),  # the pre-check passed (init_device)
     # -- weight loading ---------------------------------------------------------------------------
-    "attention_backend": _row(_NOTE, t(W, WEAK)),
+    # printed when a worker is built: before its device and distributed init in V0, after them in V1
+    "attention_backend": _row(_NOTE),
     "load_begin": _row(b.simple(ev.WeightLoadBegin), t(W, BEGIN)),
     "load_from_scratch": _row(_NOTE, t(W, EVIDENCE)),
     "weights_download": _row(_NOTE, t(W, EVIDENCE)),
