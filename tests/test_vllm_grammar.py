@@ -188,7 +188,8 @@ EXAMPLES: dict[str, list[tuple[str, dict[str, str]]]] = {
     ],
     "worker_exception": [("Exception in worker VllmWorkerProcess while processing method load_model.", {"method": "load_model"})],
     "worker_failed": [("Worker failed", {})],
-    "worker_proc_hit": [("WorkerProc hit an exception.", {})],
+    "worker_method_error": [("Error executing method 'load_model'. This might cause deadlock in distributed execution.", {})],
+    "worker_proc_hit": [("WorkerProc hit an exception.", {}), ("EngineCore hit an exception: CUDA error", {})],
     "worker_proc_failed": [("WorkerProc failed to start.", {}), ("WorkerProc failed.", {})],
     "worker_proc_died": [
         ("Worker proc VllmWorker-1 died unexpectedly, shutting down executor.", {"proc_name": "VllmWorker-1"}),

@@ -151,6 +151,7 @@ MESSAGES: dict[str, Message] = {
     # header of the logged traceback that follows, which holds the error
     "worker_exception_quoting": _row(b.error("worker_exception"), cause=Cause.PYTHON_EXCEPTION),
     "worker_exception": _row(_NOTE),
+    "worker_method_error": _row(_NOTE),  # the same, of a V0 Ray worker
     # headers of a logged traceback (the traceback decides)
     "worker_failed": _row(_NOTE),
     "worker_proc_failed": _row(_NOTE),
