@@ -391,7 +391,9 @@ PACK = Pack(
     functions=FUNCTIONS,
     hints=HINTS,
     hint_settings={"gmu": "gpu_memory_utilization", "max_len": "max_model_len", "seqs": "max_num_seqs", "port": "port"},
+    # (SGLang's dump names its model model_path: a dump with 'model' alone is vLLM's non-default args)
     config_marks=(
+        "model",
         "gpu_memory_utilization",
         "tensor_parallel_size",
         "model_tag",
