@@ -51,6 +51,8 @@ def _any_of(patterns: tuple[str, ...]) -> re.Pattern[str]:
 _HARNESS_FRAME = _any_of(tuple(p for pack in PACKS for p in pack.harness_paths))
 _SERVER_FRAME = _any_of(tuple(p for pack in PACKS for p in pack.server_paths))
 _FATAL_HEADER = _any_of(tuple(p for pack in PACKS for p in pack.fatal_headers))
+# the server whose pack's signature gives a hint, by the hint (a shared signature's hint is anyone's)
+_HINT_SERVER = {s.hint: pack.name for pack in PACKS if pack.server for s in pack.signatures if s.hint}
 # threading's excepthook header (traceback.lark), as a record keeps it: without its ':'
 _THREAD_HEADER = re.compile(terminal_pattern("traceback", "THREAD_EXCEPTION"))
 
@@ -119,12 +121,21 @@ def is_harness_traceback(e: ev.PythonException) -> bool:
     return any(_HARNESS_FRAME.search(f.path) for f in e.frames)
 
 
-def assess(event: ev.EventBase, after_ready: bool) -> Assessment | None:
-    """How an event bears on failure; None for events that say nothing about it."""
+def assess(event: ev.EventBase, after_ready: bool, server: str | None = None) -> Assessment | None:
+    """How an event bears on failure; None for events that say nothing about it. ``server``: the
+    run's server (a pack's name), when known: another server's advice is not given to it."""
     for kind, assessor in _ASSESSORS:
         if isinstance(event, kind):
-            return assessor(event, after_ready)
+            assessment: Assessment | None = assessor(event, after_ready)
+            return _for_server(assessment, server) if assessment is not None else None
     return None
+
+
+def _for_server(assessment: Assessment, server: str | None) -> Assessment:
+    """An error's own advice names its server's flags ('--mem-fraction-static'): in another
+    server's run it is left out, and the advice for the cause in that server's flags is given."""
+    owner = _HINT_SERVER.get(assessment.hint or "")
+    return assessment._replace(hint=None) if server is not None and owner not in (None, server) else assessment
 
 
 def _assess_error_line(event: ev.ErrorLine, after_ready: bool) -> Assessment | None:

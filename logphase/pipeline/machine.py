@@ -173,7 +173,7 @@ class PhaseMachine:
         note_facts(run, event, self._default_rank(event) or "main")
         if isinstance(event, ev.Shutdown) and run.shutdown_line is None:
             run.shutdown_line = event.line
-        assessment = assess(event, after_ready=run.ready_line is not None)
+        assessment = assess(event, after_ready=run.ready_line is not None, server=run.server)
         if assessment is not None and run.shutdown_line is not None:
             # after a requested shutdown (SIGTERM), dying children and their echoes are expected
             assessment = assessment._replace(severity=Severity.NOTE)

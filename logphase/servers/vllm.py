@@ -328,6 +328,12 @@ HINTS: tuple[Hint, ...] = (
         "package (a torch built for another CUDA is a common one).",
     ),
     Hint(
+        Cause.PYTHON_EXCEPTION,
+        "vLLM stopped while launching: a flag or a configuration value was rejected (read the error); check "
+        "the flags against `vllm serve --help` of this version, or upgrade vLLM.",
+        frozenset({Phase.LAUNCH}),
+    ),
+    Hint(
         Cause.CHILD_PROCESS_FAILED,
         "vLLM's engine or a worker process died, and its own error is not in this log: vLLM's front end only "
         "echoes it. Capture the whole output (2>&1, every process), and check `dmesg -T` for kills and segfaults.",
