@@ -152,3 +152,18 @@ def test_vllm_frames_name_their_phase() -> None:
     # the V1 engine core's KV-cache step goes on to compile and capture: a lower bound only
     assert frame_phase("_initialize_kv_caches", "/x/vllm/v1/engine/core.py") is None
     assert frame_floor("_initialize_kv_caches", "/x/vllm/v1/engine/core.py") is Phase.MEMORY_POOL
+
+
+def test_an_sglang_errors_own_advice_is_not_given_to_a_vllm_run() -> None:
+    # the argparse row's own hint names SGLang's launcher: a vLLM run gets advice by cause instead
+    log = (
+        "INFO 04-30 10:20:35 [api_server.py:1043] vLLM API server version 0.8.5.post1\n"
+        "usage: vllm serve [model_tag] [options]\n"
+        "vllm serve: error: unrecognized arguments: --mem-fraction-static 0.8\n"
+    )
+    failure = parse_bytes(log.encode(), source="x").failure
+    assert failure is not None and (failure.cause, failure.phase) == (Cause.PYTHON_EXCEPTION, Phase.LAUNCH)
+    assert failure.hint is not None and "sglang" not in failure.hint.lower()
+    # and an SGLang run keeps it
+    sglang = parse_bytes(b"launch_server.py: error: unrecognized arguments: --gpu-memory-utilization 0.9\n", source="x").failure
+    assert sglang is not None and sglang.hint is not None and "sglang.launch_server --help" in sglang.hint
