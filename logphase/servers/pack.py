@@ -141,6 +141,9 @@ class Pack:
     config_marks: tuple[str, ...] = ()
     # the messages only this server prints, at a run's start: a run that prints one is this server's
     start_rules: tuple[str, ...] = ()
+    # other messages only this server prints (never another server that reuses its code): a window
+    # that starts after the start lines is known by them
+    own_rules: tuple[str, ...] = ()
     # what another pack's message means in a run of this server (uvicorn's start-up is vLLM's ready)
     meanings: Mapping[str, Transition] = field(default_factory=dict)
     # the programs that launch the server: their own Python warnings are launch evidence

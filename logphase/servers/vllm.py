@@ -125,9 +125,9 @@ MESSAGES: dict[str, Message] = {
     # -- the API server after the engine (warmup), serving (ready) --------------------------------
     "api_server_start": _row(_NOTE, HTTP_UP),
     "routes": _row(_NOTE, HTTP_UP),
-    # (anywhere=False: heads of common words, known at a message's start only: a stray 'Route: ' or
-    # 'Request x failed' further in another server's line says nothing)
-    "route": _row(_NOTE, HTTP_UP, anywhere=False),
+    "route": _row(_NOTE, HTTP_UP),
+    # (anywhere=False: heads of common words, known at a message's start only: a stray 'Received
+    # request' or 'Request x failed' further in another server's line says nothing)
     "supported_tasks": _row(_NOTE, HTTP_UP),
     "grpc_server": _row(_NOTE, HTTP_UP),
     "throughput": _row(_NOTE, _SERVING),
@@ -408,6 +408,27 @@ PACK = Pack(
         "max_num_seqs",
     ),
     start_rules=("api_server_version", "server_version", "version_logo", "engine_init", "headless_launch"),
+    # vLLM's engine and front end (SGLang, which reuses vLLM's loader and kernels, prints none of these)
+    own_rules=(
+        "engine_process_started",
+        "load_begin",
+        "model_loading_took",
+        "model_weights_took",
+        "memory_profiling_results",
+        "memory_profiling_takes",
+        "gpu_blocks",
+        "kv_cache_size",
+        "available_kv_memory",
+        "compile_total",
+        "vllm_capture_begin",
+        "capture_finished",
+        "init_engine_took",
+        "api_server_start",
+        "routes",
+        "route",
+        "supported_tasks",
+        "throughput",
+    ),
     meanings={
         # vLLM sends no warmup request: its API server is up once uvicorn's start-up is complete
         "http_startup_complete": Transition(Phase.READY, PhaseRole.BEGIN, server_level=True),
