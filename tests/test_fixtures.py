@@ -60,6 +60,8 @@ def _kinds(cell: str) -> set[str]:
     return set() if head == "none" else {k.strip() for k in head.split(",") if k.strip()}
 
 
+# Rows whose right answer (MANIFEST.md) needs vLLM's process prefixes read as rank tags, which the
+# envelope's branch (h/venv) brings: strict, so the mark must go once that lands
 @pytest.mark.parametrize("log", fixture_logs(), ids=lambda p: p.stem)
 def test_golden_agrees_with_the_manifest(log: Path) -> None:
     row = manifest_rows().get(log.name)

@@ -88,7 +88,8 @@ def test_every_signature_row_has_an_example_that_reaches_it(signature: Signature
 
 def test_signatures_keep_the_order_of_the_table_before_packs() -> None:
     # the order decides (the first row whose phrases occur): the packs' ranks rebuild issue 19's table
-    assert [s.rule for s in SIGNATURES] == [
+    # (the vLLM pack's rows, issue 21, fall between them: test_vllm_rows_stand_where_their_words_need)
+    assert [s.rule for s in SIGNATURES if not s.rule.startswith("vllm_")] == [
         "peer_finished_loading", "child_killed", "child_died", "sigquit", "init_failed_echo",
         "child_failed_error", "sibling_terminated", "peer_gone", "harness_exit", "kill_tree", "exit_cleanup",
         "graph_capture_wrapper", "warmup_wrapper", "actor_wrapper", "worker_wrapper", "lazy_cuda_wrapper",
@@ -97,6 +98,21 @@ def test_signatures_keep_the_order_of_the_table_before_packs() -> None:
         "argument_error", "model_files", "model_unsupported", "sglang_watchdog", "gpu_unavailable", "memory_imbalance",
         "device_kernel", "native_crash",
     ]  # fmt: skip
+
+
+def test_vllm_rows_stand_where_their_words_need() -> None:
+    # vLLM's echoes before every root (they hold root words: 'See root cause above'), a death by
+    # SIGKILL still read as killed, the V0 worker's method-specific wrappers before its general one,
+    # the sampler's 'CUDA out of memory occurred' before the shared CUDA OOM row
+    order = [s.rule for s in SIGNATURES]
+    echoes = [s.rule for s in SIGNATURES if s.rule.startswith("vllm_") and s.role is SignatureRole.ECHO]
+    roots = [s.rule for s in SIGNATURES if s.role is SignatureRole.ROOT]
+    assert max(order.index(e) for e in echoes) < min(order.index(r) for r in roots)
+    assert order.index("child_killed") < order.index("vllm_worker_died")
+    assert max(order.index(f"vllm_worker_exception_{m}") for m in ("device", "load", "memory", "capture")) < order.index(
+        "vllm_worker_exception"
+    )
+    assert order.index("vllm_warmup_oom") < order.index("device_oom")
 
 
 def test_an_example_that_misses_its_row_is_caught() -> None:
@@ -114,11 +130,13 @@ _PLACEHOLDER = re.compile(r"\{[^{}]*\}|%[-#0 +]*\d*(?:\.\d+)?[sdifr]|%\([^)]*\)[
 
 @cache
 def known_phrases() -> frozenset[str]:
-    """Phrases of SGLang's messages: the literal fragments (three words or more) of every message
-    template of the catalogue (20 characters or more), and the string literals of SGLang's grammars
-    (three words or more)."""
+    """Phrases of SGLang's and vLLM's messages: the literal fragments (three words or more) of every
+    message template of their catalogues (20 characters or more), and the string literals of their
+    grammars (three words or more)."""
     phrases: set[str] = set()
-    for release in sorted((grammar_dir() / "sglang" / "catalogue").glob("*.json")):
+    for release in sorted((grammar_dir() / "sglang" / "catalogue").glob("*.json")) + sorted(
+        (grammar_dir() / "vllm" / "catalogue").glob("[0-9]*.json")
+    ):
         data = json.loads(release.read_text(encoding="utf-8"))
         for file in data.get("files", {}).values():
             for message in file.get("messages", []):
@@ -126,7 +144,7 @@ def known_phrases() -> frozenset[str]:
                     fragment = fragment.strip(" .,:;=()[]'\"")
                     if len(fragment.split()) >= 3 and len(fragment) >= MIN_PHRASE_CHARS:
                         phrases.add(fragment)
-    for grammar in sorted((grammar_dir() / "sglang").glob("*.lark")):
+    for grammar in sorted((grammar_dir() / "sglang").glob("*.lark")) + sorted((grammar_dir() / "vllm").glob("*.lark")):
         for literal in re.findall(r'"((?:[^"\\]|\\.)*)"', grammar.read_text(encoding="utf-8")):
             literal = literal.strip(" .,:;=()[]")
             if len(literal.split()) >= 3:

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from logphase import Engine
 from logphase.pipeline.envelope import wrappers_end
 from logphase.pipeline.lines import LineSplitter
-from logphase.pipeline.phases import PHASE_ORDER
+from logphase.pipeline.phases import PHASE_ORDER, Phase
 from logphase.pipeline.report import Report
 from tests.conftest import fixture_logs
 from tests.logs import fed_in_chunks
@@ -53,6 +53,13 @@ def verdict(r: Report) -> dict[str, Any]:
 
 def phase_index(phase: object) -> int:
     return -1 if phase is None else PHASE_ORDER.index(phase)  # type: ignore[arg-type]
+
+
+def furthest_index(r: Report) -> int:
+    """The furthest phase a report's run reached: its phase, or a later one its timeline shows when
+    its failure struck in an earlier step (vLLM V1 sizes the KV cache after torch.compile, which the
+    corpus counts as cuda_graph_capture: a KV-cache failure there is memory_pool)."""
+    return max([phase_index(r.phase), *(phase_index(Phase(p.name)) for p in r.phases)])
 
 
 def assert_conserved(r: Report) -> None:
@@ -172,7 +179,7 @@ def test_truncation(name: str, data: st.DataObject) -> None:
     r = report_of(log[:cut])
     assert_conserved(r)
     if r.runs == full.runs:
-        assert phase_index(r.phase) <= phase_index(full.phase)
+        assert phase_index(r.phase) <= furthest_index(full)
         assert r.outcome in outcomes_at(name, cut)
     assert r.outcome in ("starting", "failed", "ready")
     # the end of the input ends its last line (issue 18): a cut line is read as a line, unless it
@@ -339,7 +346,10 @@ def test_noise_keeps_the_verdict(name: str, seed: int, crlf: bool) -> None:
     # nor can NCCL speak before a failure at launch (it starts with distributed init)
     failure = whole_report(name).failure
     at_launch = failure is not None and failure.phase is not None and failure.phase.value == "launch"
-    noise = NOISE if not (_is_window(name) or at_launch) else [n for n in NOISE if b"NCCL" not in n]
+    # nor in a log whose timeline has no distributed init (one GPU of vLLM prints none; vLLM's c10d
+    # timeout shows the phase only in workers' lines whose prefixes the envelope reads)
+    no_dist = all(p.name != "distributed_init" for p in whole_report(name).phases)
+    noise = NOISE if not (_is_window(name) or at_launch or no_dist) else [n for n in NOISE if b"NCCL" not in n]
     for line in lines:
         stripped = line.lstrip()
         if b"Traceback (most recent call last)" in line or (not noisy and stripped.startswith(b"File ")):

@@ -24,7 +24,7 @@ EXAMPLES: dict[str, list[tuple[str, dict[str, str]]]] = {
     "api_server_version": [("vLLM API server version 0.6.4.post1", {"version": "0.6.4.post1"})],
     "server_version": [("vLLM server version 0.33.0, serving model Qwen/Qwen3-8B", {"version": "0.33.0"})],
     "version_logo": [(" ▄▄ ▄█ █     █     █ ▀▄▀ █  version 0.33.0", {"version": "0.33.0"})],
-    "server_args": [
+    "vllm_args": [
         ("args: Namespace(model='facebook/opt-125m', tensor_parallel_size=1)", {}),
         ("non-default args: {'model': 'Qwen/Qwen3-8B', 'tensor_parallel_size': 4}", {}),
     ],
@@ -52,9 +52,8 @@ EXAMPLES: dict[str, list[tuple[str, dict[str, str]]]] = {
         ("rank 1 in world size 4 is assigned as DP rank 0, PP rank 0, TP rank 1, EP rank 1",
          {"rank": "1", "assignment": "DP rank 0, PP rank 0, TP rank 1, EP rank 1"}),
     ],
-    "nccl_version": [("vLLM is using nccl==2.21.5", {"version": "2.21.5"})],
+    "vllm_nccl_version": [("vLLM is using nccl==2.21.5", {"version": "2.21.5"})],
     "nccl_found": [("Found nccl from library libnccl.so.2", {})],
-    "custom_allreduce": [("Custom allreduce is disabled because your platform lacks GPU P2P capability or P2P test failed.", {})],
     "p2p_cache": [("reading GPU P2P access cache from /root/.cache/vllm/gpu_p2p_access_cache_for_0,1.json", {})],
     "attention_backend": [
         ("Using Flash Attention backend.", {}),
@@ -62,7 +61,6 @@ EXAMPLES: dict[str, list[tuple[str, dict[str, str]]]] = {
         ("Using FlashInfer backend on V1 engine by default for Blackwell (SM 10.0) GPUs.", {}),
     ],
     "compile_cached": [("Cache the graph for dynamic shape for later use", {})],
-    "graph_addresses": [("Registering 5635 cuda graph addresses", {})],
     "load_begin": [("Starting to load model meta-llama/Llama-3.1-8B-Instruct...", {})],
     "load_from_scratch": [("Loading model from scratch...", {})],
     "weights_took": [("Loading weights took 2.63 seconds", {"seconds": "2.63"})],
@@ -106,7 +104,7 @@ EXAMPLES: dict[str, list[tuple[str, dict[str, str]]]] = {
         ("torch.compile takes 25.17 s in total", {"elapsed": "25.17"}),
         ("[backbone] torch.compile took 25.17 s in total", {"elapsed": "25.17"}),
     ],
-    "capture_begin": [
+    "vllm_capture_begin": [
         ("Capturing the model for CUDA graphs. This may lead to unexpected consequences if the model is not static.", {}),
         ("Capturing cudagraphs for decoding. This may lead to unexpected consequences if the model is not static.", {}),
     ],
@@ -148,18 +146,17 @@ EXAMPLES: dict[str, list[tuple[str, dict[str, str]]]] = {
     "processes_started": [("Started DP Coordinator process (PID: 88)", {}), ("Started 4 API server processes", {})],
     "shm_handle": [("vLLM message queue communication handle: Handle(local_reader_ranks=[1, 2, 3])", {})],
     "all2all_manager": [("Using DeepEP High-Throughput all2all manager.", {})],
-    "weights_format": [("Using model weights format ['*.safetensors']", {})],
     "weights_download": [("Time spent downloading weights for Qwen/Qwen3-8B: 41.338172 seconds", {})],
     "profiling_skipped": [
         ("Skipping memory profiling for multimodal encoder and encoder cache.", {}),
         ("Initial free memory 78.5 GiB, reserved 20.00GiB memory for KV Cache as specified by kv_cache_memory_bytes", {}),
     ],
-    "request_failed": [("Request chatcmpl-1 failed (engine dead).", {})],
+    "vllm_request_failed": [("Request chatcmpl-1 failed (engine dead).", {})],
     "shm_stall": [("No available shared memory broadcast block found in 60 seconds. This typically happens", {"seconds": "60"})],
-    "shutdown": [("Shutting down FastAPI HTTP server.", {}), ("Parent process exited, terminating worker", {})],
+    "vllm_shutdown": [("Shutting down FastAPI HTTP server.", {}), ("Parent process exited, terminating worker", {})],
     "received_request": [("Received request chatcmpl-6e17: prompt: 'hi', params: SamplingParams(n=1)", {})],
     "ray_dedup_note": [("(Ray deduplicates logs by default. Set RAY_DEDUP_LOGS=0 to disable log deduplication.)", {})],
-    "kv_no_room": [
+    "cache_blocks_no_room": [
         ("No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.", {}),
     ],
     "max_len_v0": [
@@ -185,13 +182,14 @@ EXAMPLES: dict[str, list[tuple[str, dict[str, str]]]] = {
     "world_size_too_large": [("World size (8) is larger than the number of available GPUs (4) in this node.", {"gpu_count": "4"})],
     "placement_group_failed": [("Cannot provide a placement group of placement_group_specs=[{'GPU': 1.0}] within 1800 seconds.", {})],
     "engine_ready_timeout": [("Timed out waiting for engine core processes to start. This is often caused by slow weight loading", {})],
-    "worker_exception": [
+    "worker_exception_quoting": [
         ("Exception in worker VllmWorkerProcess while processing method init_device: NCCL error: unhandled system error, "
          "Traceback (most recent call last):", {"worker_name": "VllmWorkerProcess", "method": "init_device"}),
-        ("Exception in worker VllmWorkerProcess while processing method load_model.", {"method": "load_model"}),
     ],
+    "worker_exception": [("Exception in worker VllmWorkerProcess while processing method load_model.", {"method": "load_model"})],
     "worker_failed": [("Worker failed", {})],
-    "worker_proc_hit": [("WorkerProc hit an exception.", {})],
+    "worker_method_error": [("Error executing method 'load_model'. This might cause deadlock in distributed execution.", {})],
+    "worker_proc_hit": [("WorkerProc hit an exception.", {}), ("EngineCore hit an exception: CUDA error", {})],
     "worker_proc_failed": [("WorkerProc failed to start.", {}), ("WorkerProc failed.", {})],
     "worker_proc_died": [
         ("Worker proc VllmWorker-1 died unexpectedly, shutting down executor.", {"proc_name": "VllmWorker-1"}),
@@ -323,8 +321,11 @@ SIGNATURES: dict[str, str] = {
     "vllm_world_size": "ValueError: World size (8) is larger than the number of available GPUs (4) in this node.",
     "vllm_placement_group": "ValueError: Cannot provide a placement group of placement_group_specs=[] within 1800 seconds.",
     "vllm_engine_ready_timeout": "TimeoutError: Timed out waiting for engine core processes to start.",
-    "vllm_worker_exception": "Exception in worker VllmWorkerProcess while processing method init_device: NCCL error",
-    "vllm_worker_error_wrapper": "RuntimeError: Worker failed with error 'CUDA out of memory', please check the stack trace",
+    "vllm_worker_exception_device": "Exception in worker VllmWorkerProcess while processing method init_device: NCCL error",
+    "vllm_worker_exception_load": "Exception in worker VllmWorkerProcess while processing method load_model.",
+    "vllm_worker_exception_memory": "Exception in worker VllmWorkerProcess while processing method initialize_cache.",
+    "vllm_worker_exception_capture": "Exception in worker VllmWorkerProcess while processing method capture_model.",
+    "vllm_worker_exception": "Exception in worker VllmWorkerProcess while processing method execute_model.",
     "vllm_engine_init_failed": "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}",
     "vllm_engine_core_failed": "EngineCore failed to start.",
     "vllm_worker_init_failed": "Exception: WorkerProc initialization failed due to an exception in a background process.",
@@ -349,7 +350,11 @@ def _signature_patterns() -> dict[str, re.Pattern[str]]:
 def test_signature_finds_its_text_and_only_it(rule: str) -> None:
     patterns = _signature_patterns()
     assert patterns[rule].search(SIGNATURES[rule])
-    others = [other for other, p in patterns.items() if other != rule and p.search(SIGNATURES[rule])]
+    # the V0 worker's wrapper of any method reads every method's text too: the table tries the
+    # method-specific rows first (their rank)
+    others = [
+        other for other, p in patterns.items() if other not in (rule, "vllm_worker_exception") and p.search(SIGNATURES[rule])
+    ]
     assert others == [], others
 
 
@@ -370,7 +375,7 @@ MARKERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "engine_init": ("LLM engine (v%s) with config", ("info",)),
     "platform_detected": ("Automatically detected platform %s.", ("info",)),
     "rank_assigned": ("in world size %s is assigned as", ("info",)),
-    "nccl_version": ("vLLM is using nccl==", ("info",)),
+    "vllm_nccl_version": ("vLLM is using nccl==", ("info",)),
     "load_begin": ("Starting to load model %s...", ("info",)),
     "load_from_scratch": ("Loading model from scratch...", ("info",)),
     "weights_took": ("Loading weights took %.2f seconds", ("info",)),
@@ -385,12 +390,12 @@ MARKERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "compile_cache_dir": ("Using cache directory: %s for vLLM's torch.compile", ("info",)),
     "dynamo_transform": ("Dynamo bytecode transform time: %.2f s", ("info",)),
     "compile_total": ("torch.compile t", ("info",)),
-    "capture_begin": ("This may lead to unexpected consequences if the model is not static", ("info",)),
+    "vllm_capture_begin": ("This may lead to unexpected consequences if the model is not static", ("info",)),
     "capture_finished": ("raph capturing finished in %.0f secs", ("info",)),
     "init_engine_took": ("init engine (profile, create kv cache, warmup model) took", ("info",)),
     "api_server_start": ("Starting vLLM ", ("info",)),
     "routes": ("Available routes are:", ("info",)),
-    "kv_no_room": ("No available memory for the cache blocks.", ("raise",)),
+    "cache_blocks_no_room": ("No available memory for the cache blocks.", ("raise",)),
     "max_len_v0": ("is larger than the maximum number of tokens that can be stored in KV cache", ("raise",)),
     "max_len_v1": ("KV cache is needed, which is larger than the available KV cache memory", ("raise",)),
     "free_memory_precheck": ("on startup is less than", ("raise",)),
@@ -482,12 +487,18 @@ def rendered_markers(version: str) -> list[tuple[str, str, str]]:
 @pytest.mark.parametrize("version", VERSIONS)
 def test_markers_of_every_era_parse_to_their_rule(version: str) -> None:
     markers = rendered_markers(version)
-    misses = [(rule, line) for rule, _, line in markers if (p := parse("vllm", line)) is None or p.rule != rule]
+    # the V0 worker's exception line has two rules: with the error quoted (0.5) or not (0.6+)
+    quoting = {"worker_exception": ("worker_exception", "worker_exception_quoting")}
+    misses = [
+        (rule, line)
+        for rule, _, line in markers
+        if (p := parse("vllm", line)) is None or p.rule not in quoting.get(rule, (rule,))
+    ]
     assert misses == []
     # every era prints its weights, capture and KV-cache markers and the failure the issue names first
     rules = {rule for rule, _, _ in markers}
-    assert {"load_begin", "capture_finished", "kv_no_room", "routes", "engine_init"} <= rules or (
-        {"load_from_scratch", "capture_finished", "kv_no_room", "routes"} <= rules
+    assert {"load_begin", "capture_finished", "cache_blocks_no_room", "routes", "engine_init"} <= rules or (
+        {"load_from_scratch", "capture_finished", "cache_blocks_no_room", "routes"} <= rules
     ), rules
 
 

@@ -9,6 +9,7 @@ from typing import Any
 from logphase.pipeline import events as ev
 from logphase.pipeline.events import LineInfo
 from logphase.pipeline.grammars import Parsed
+from logphase.pipeline.server_args import parse_server_args
 from logphase.pipeline.values import clean, clock_seconds, gigabytes, int_list, integer, number
 
 Builder = Callable[[Parsed, str, LineInfo], ev.EventBase]  # (match, the message's text, where) -> event
@@ -322,3 +323,24 @@ def process_error(source: str, exit_code: int | None = None) -> Builder:
         )
 
     return build
+
+
+def values(
+    cls: type[ev.EventBase], constants: dict[str, Any] | None = None, **mapping: tuple[str, Callable[[str | None], Any]]
+) -> Builder:
+    """An event whose values are the named sub-rules of the match: name=(sub-rule, converter);
+    ``constants`` are fields every such event has (a graph's name, when the line gives none)."""
+    fixed = dict(constants or {})
+
+    def build(p: Parsed, text: str, at: LineInfo) -> ev.EventBase:
+        return at.event(cls, p.rule, **fixed, **{name: conv(p.value(rule)) for name, (rule, conv) in mapping.items()})
+
+    return build
+
+
+def args_dump(p: Parsed, text: str, at: LineInfo) -> ev.EventBase:
+    """A server's configuration dump after its head (``args: Namespace(...)``, ``non-default args:
+    {...}``): its key=value pairs, read like a dump the server_args grammar cannot read whole."""
+    dump = text.split(": ", 1)[-1].strip()
+    args, _ = parse_server_args(dump)
+    return at.event(ev.ServerArgs, p.rule, args=args, args_format="dict" if dump.startswith("{") else "call")

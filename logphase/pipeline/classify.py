@@ -3,7 +3,7 @@
 The grammar a line can belong to is picked by one regular expression composed from the terminals
 each message of each grammar can start with (``messages.py`` lists the messages): Lark only sees
 lines that can carry an event. A message is known by its text wherever it starts: when nothing
-is recognised at the start of the body (an envelope logphase does not know, say), the SGLang
+is recognised at the start of the body (an envelope logphase does not know, say), the servers'
 messages are looked for further in the line. The builders of ``messages.py`` turn the match into
 the event.
 """
@@ -32,9 +32,13 @@ DISPATCHED = SERVER_GRAMMARS + FOREIGN
 PROBES = {"tqdm": ("BAR_PERCENT", "BAR_METER")}
 
 
-def _heads(grammar: str) -> list[str]:
+def _heads(grammar: str, anywhere: bool = False) -> list[str]:
+    """The terminals a grammar's messages start with; ``anywhere``: only those of the messages that
+    may be looked for further in a line (a row can say it is known only at a message's start)."""
     out: list[str] = []
     for rule in message_rules(grammar):
+        if anywhere and rule in MESSAGES and not MESSAGES[rule].anywhere:
+            continue
         for name in first_terminals(grammar, rule):
             pattern = terminal_pattern(grammar, name)
             if pattern not in out:
@@ -61,7 +65,12 @@ def _dispatch() -> tuple[re.Pattern[str], dict[str, re.Pattern[str]], re.Pattern
     probes = "|".join(
         f"(?P<{grammar}>{''.join(terminal_pattern(grammar, t) for t in names)})" for grammar, names in PROBES.items()
     )
-    anywhere = "|".join(f"(?:{h})" for g in SERVER_GRAMMARS for h in _heads(g) if _literal_led(h))
+    # one group per server grammar: the group that matched names the grammar to parse with
+    anywhere = "|".join(
+        f"(?P<{g}>{'|'.join(f'(?:{h})' for h in _heads(g, anywhere=True) if _literal_led(h))})"
+        for g in SERVER_GRAMMARS
+        if any(_literal_led(h) for h in _heads(g, anywhere=True))
+    )
     return re.compile("|".join(groups)), per_grammar, re.compile(probes), re.compile(anywhere)
 
 
@@ -152,13 +161,15 @@ def _further_in(text: str, at: LineInfo) -> ev.EventBase | None:
         return None  # no server message starts anywhere in it: a long line is not scanned for one
     _, _, _, anywhere = _dispatch()
     for found in anywhere.finditer(text, 1):
-        grammar = "server_args" if text.startswith(_SERVER_ARGS_LITERAL, found.start()) else "sglang"
-        event = _build(grammar, text[found.start() :], at)
+        if text[found.start() - 1] in _QUOTES:
+            continue  # a message quoted in a source line ('raise ValueError("No available ...'): not the message
+        event = _build(found.lastgroup or "", text[found.start() :], at)
         if event is not None:
             return event
     return None
 
 
+_QUOTES = frozenset("\"'")
 # what every head of the server_args grammar holds (tests/test_binary_input.py checks it)
 _SERVER_ARGS_LITERAL = first_literal("server_args", "server_args")
 # Lines longer than this are first searched for the literal starts of the SGLang messages looked
@@ -173,7 +184,7 @@ def _anywhere_leads() -> tuple[str, ...]:
     none of these holds no match of the ``anywhere`` pattern."""
     leads: set[str] = set()
     for g in SERVER_GRAMMARS:
-        for head in _heads(g):
+        for head in _heads(g, anywhere=True):
             if _literal_led(head):
                 found = leading_literals(head)
                 assert found, f"a literal-led head without a literal start: {head}"

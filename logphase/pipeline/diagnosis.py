@@ -52,6 +52,8 @@ _HARNESS_FRAME = _any_of(tuple(p for pack in PACKS for p in pack.harness_paths))
 _SERVER_FRAME = _any_of(tuple(p for pack in PACKS for p in pack.server_paths))
 _REQUEST_FRAME = _any_of(tuple(p for pack in PACKS for p in pack.request_paths))
 _FATAL_HEADER = _any_of(tuple(p for pack in PACKS for p in pack.fatal_headers))
+# the server whose pack's signature gives a hint, by the hint (a shared signature's hint is anyone's)
+_HINT_SERVER = {s.hint: pack.name for pack in PACKS if pack.server for s in pack.signatures if s.hint}
 # threading's excepthook header (traceback.lark), as a record keeps it: without its ':'
 _THREAD_HEADER = re.compile(terminal_pattern("traceback", "THREAD_EXCEPTION"))
 
@@ -129,12 +131,21 @@ def is_harness_traceback(e: ev.PythonException) -> bool:
     return any(_HARNESS_FRAME.search(f.path) for f in e.frames)
 
 
-def assess(event: ev.EventBase, after_ready: bool) -> Assessment | None:
-    """How an event bears on failure; None for events that say nothing about it."""
+def assess(event: ev.EventBase, after_ready: bool, server: str | None = None) -> Assessment | None:
+    """How an event bears on failure; None for events that say nothing about it. ``server``: the
+    run's server (a pack's name), when known: another server's advice is not given to it."""
     for kind, assessor in _ASSESSORS:
         if isinstance(event, kind):
-            return assessor(event, after_ready)
+            assessment: Assessment | None = assessor(event, after_ready)
+            return _for_server(assessment, server) if assessment is not None else None
     return None
+
+
+def _for_server(assessment: Assessment, server: str | None) -> Assessment:
+    """An error's own advice names its server's flags ('--mem-fraction-static'): in another
+    server's run it is left out, and the advice for the cause in that server's flags is given."""
+    owner = _HINT_SERVER.get(assessment.hint or "")
+    return assessment._replace(hint=None) if server is not None and owner not in (None, server) else assessment
 
 
 def _assess_error_line(event: ev.ErrorLine, after_ready: bool) -> Assessment | None:
@@ -163,10 +174,22 @@ def _assess_distributed(event: ev.DistributedError, after_ready: bool) -> Assess
 def _assess_torch(event: ev.TorchLog, after_ready: bool) -> Assessment | None:
     # c10's error lines ('[E130 ...] ProcessGroupGloo.cpp:143] Gloo connectFullMesh failed ...')
     # state a root cause when the table knows their text; other levels never do
+    if event.level == "W":
+        return _torch_timeout_warning(event)
     if event.level not in ("E", "F"):
         return None
     reading = read_error(event.message)
     return _assessment(reading, event.message, Severity.ROOT, None) if reading.signature else None
+
+
+def _torch_timeout_warning(event: ev.TorchLog) -> Assessment | None:
+    """c10d's warning that a wait on the store timed out ('[W...] [c10d] waitForInput ... timed out
+    after 1800000ms'): the rendezvous (or a barrier) is over. An echo: it names the failure when no
+    process states an error; torch.distributed was initialising, at least."""
+    reading = read_error(event.message)
+    if reading.cause is not Cause.DISTRIBUTED_TIMEOUT:
+        return None
+    return Assessment(Severity.ECHO, Cause.DISTRIBUTED_TIMEOUT, None, event.message, floor=Phase.DISTRIBUTED_INIT)
 
 
 def _assess_process(event: ev.ProcessError, after_ready: bool) -> Assessment | None:
@@ -214,7 +237,7 @@ def _assess_exception(e: ev.PythonException, after_ready: bool) -> Assessment | 
     header_reading = read_error(e.header) if e.header else None
     wrapper_phase = header_reading.phase if header_reading else None
     if not e.complete:
-        return _cut(e, wrapper_phase)
+        return _cut(e, header_reading)
     exceptions = [*e.chain, _last(e)]
     readings = [read_error(_exception_text(x)) for x in exceptions]
     echo = next((i for i, r in enumerate(readings) if r.role is SignatureRole.ECHO), None)
@@ -260,8 +283,13 @@ def _ignored(e: ev.PythonException, after_ready: bool) -> bool:
     return after_ready and e.headerless and not e.frames and read_error(_exception_text(_last(e))).signature is None
 
 
-def _cut(e: ev.PythonException, wrapper_phase: Phase | None) -> Assessment:
-    """A traceback cut before its exception line: where it was is all it says."""
+def _cut(e: ev.PythonException, header_reading: Reading | None) -> Assessment:
+    """A traceback cut before its exception line: where it was is all it says, unless its header
+    states the error itself ('Exception in worker ... while processing method init_device: NCCL
+    error ...'): then the cut record says why too."""
+    if header_reading is not None and header_reading.signature is not None and header_reading.role is SignatureRole.ROOT:
+        return _assessment(header_reading, e.header or "", Severity.ROOT, None)._replace(floor=frames_floor(e.frames))
+    wrapper_phase = header_reading.phase if header_reading else None
     frames_at = statement_phase(e.statement) or frames_phase(e.frames)
     # a frame line cut before ', in <function>' has lost its line number's tail too
     whole = [f for f in e.frames if f.function is not None]

@@ -328,7 +328,7 @@ class FatalSignal(EventBase):
 
 
 class ErrorLine(EventBase):
-    """A one-line SGLang failure report: not enough memory, port in use, watchdog timeout ..."""
+    """A one-line failure report of a server: not enough memory, port in use, watchdog timeout ..."""
 
     kind: Literal["error_line"] = Field("error_line", description=EVENT_KIND)
     error: Literal[
@@ -339,6 +339,14 @@ class ErrorLine(EventBase):
         "warmup_failed",
         "capture_failed",
         "bind_failed",
+        # vLLM's
+        "gpu_memory_occupied",
+        "cuda_oom",
+        "world_size",
+        "placement_group",
+        "engine_ready_timeout",
+        "worker_exception",
+        "worker_failed_with_error",
     ] = Field(description="which one-line failure report")
     message: MessageText
     detail: dict[str, str] = Field(default_factory=dict, description="the values the message names (grammar sub-rules)")
@@ -360,6 +368,15 @@ class ChildFailure(EventBase):
         "closing_signal",
         "pg_not_destroyed",
         "killed",
+        # vLLM's: the front end about the engine core, the engine core about its workers, the monitors
+        "engine_init_failed",
+        "worker_init_failed",
+        "engine_dead",
+        "engine_process_failed",
+        "request_failed",
+        "worker_died",
+        "process_died",
+        "engine_core_died",
     ] = Field(description="which notice of a dead process")
     exit_code: int | None = Field(default=None, description="the exit code or signal the line names")
     message: MessageText

@@ -24,7 +24,7 @@ from lark.grammar import NonTerminal, Terminal
 
 GRAMMAR_SOURCES = (
     "envelope", "sglang", "gloo", "nccl", "torch", "traceback", "tqdm", "http", "process", "server_args", "errors",
-    "sglang_errors",
+    "sglang_errors", "vllm", "vllm_errors",
 )
 
 

@@ -1,9 +1,10 @@
 """What to change: a hint for each cause, aware of the phase it struck in and of the numbers the
 log gives (the --mem-fraction-static in use, the largest captured batch ...).
 
-The hints are the packs' rows (``pack.Hint``: cause, phases, the values a row needs, a template);
-this module fills the templates' values from the log and picks the row: for the cause, a row that
-needs a value the log gives goes first, then a row for the phase, then the cause's general row.
+The hints are the packs' rows (``pack.Hint``: cause, phases, the values a row needs, a template):
+a run gets its server's rows (vLLM advice names vLLM's flags) and the shared ones. This module fills
+the templates' values from the log and picks the row: for the cause, a row that needs a value the
+log gives goes first, then a row for the phase, then the cause's general row.
 """
 
 from __future__ import annotations
@@ -20,14 +21,42 @@ HINTS: tuple[Hint, ...] = tuple(h for pack in PACKS for h in pack.hints)
 SETTINGS: dict[str, str] = {name: key for pack in PACKS for name, key in pack.hint_settings.items()}
 NO_HINT = "The log shows a failure but not its cause."
 
+_SHARED = tuple(pack for pack in PACKS if not pack.server)
+_SERVERS = {pack.name: pack for pack in PACKS if pack.server}
+# a run whose server is not known gets the first server's advice (the one logphase read first)
+_DEFAULT_SERVER = next(iter(_SERVERS))
+
+
+def server_of(config: dict[str, Any]) -> str:
+    """The server a run's configuration dump belongs to: the first pack one of whose own keys it
+    holds; the first server's when none (or no dump)."""
+    return next((name for name, pack in _SERVERS.items() if any(key in config for key in pack.config_marks)), _DEFAULT_SERVER)
+
+
+def _rows(server: str) -> tuple[Hint, ...]:
+    """The server's own rows first, then the shared ones (a server's row wins a tie)."""
+    pack = _SERVERS.get(server) or _SERVERS[_DEFAULT_SERVER]
+    return (*pack.hints, *(h for shared in _SHARED for h in shared.hints))
+
 
 def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) else None
 
 
-def hint_values(phase: Phase | None, config: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]:
+def hint_values(
+    phase: Phase | None, config: dict[str, Any], facts: dict[str, Any], server: str | None = None
+) -> dict[str, Any]:
     """The values a hint's template may name; a value the log does not give is absent (or, for the
     ``*_text`` parts, empty)."""
+    values = _common_values(phase, config, facts)
+    # every setting of the server's pack: '{gmu_text}' is ' (now 0.9)' when the dump gives it
+    pack = _SERVERS.get(server or server_of(config))
+    for name, key in (pack.hint_settings if pack is not None else {}).items():
+        values.setdefault(f"{name}_text", f" (now {config[key]})" if config.get(key) is not None else "")
+    return values
+
+
+def _common_values(phase: Phase | None, config: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]:
     mfs = config.get(SETTINGS.get("mfs", ""))
     max_bs = facts.get("max_capture_bs") or config.get(SETTINGS.get("max_bs", ""))
     port = config.get(SETTINGS.get("port", ""))
@@ -58,8 +87,10 @@ def _specificity(row: Hint) -> int:
     return 0 if row.needs else 1 if row.phases is not None else 2
 
 
-def hint(cause: Cause, phase: Phase | None, config: dict[str, Any], facts: dict[str, Any]) -> str:
-    """What to change, for this cause in this phase, with numbers from the log where it has them."""
-    values = hint_values(phase, config, facts)
-    rows = sorted((r for r in HINTS if _fits(r, cause, phase, values)), key=_specificity)
+def hint(cause: Cause, phase: Phase | None, config: dict[str, Any], facts: dict[str, Any], server: str | None = None) -> str:
+    """What to change, for this cause in this phase, in the flags of the run's server (``server``, a
+    pack's name; else told by the run's configuration dump), with numbers from the log where it has them."""
+    server = server or facts.get("server") or server_of(config)
+    values = hint_values(phase, config, facts, server)
+    rows = sorted((r for r in _rows(server) if _fits(r, cause, phase, values)), key=_specificity)
     return rows[0].text.format(**values) if rows else NO_HINT

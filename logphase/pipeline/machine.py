@@ -17,10 +17,10 @@ from logphase.pipeline.detect import Start
 from logphase.pipeline.diagnosis import Severity, assess
 from logphase.pipeline.envelope import valid_plain_stamp
 from logphase.pipeline.facts import note_facts
-from logphase.pipeline.messages import SCHEDULER_RULES, evidence_of, stream_of
+from logphase.pipeline.messages import SCHEDULER_RULES, SERVER_OF_RULE, evidence_in, stream_of
 from logphase.pipeline.phases import MarkerRole, Phase, Transition
 from logphase.pipeline.runs import Incident, Run, Span, Track, seconds_between
-from logphase.servers.names import Server
+from logphase.servers.names import SERVERS, Server
 
 # A timestamp this far behind the latest one seen means another run's lines, not interleaving.
 CLOCK_JUMP_BACK_S = 120.0
@@ -66,6 +66,15 @@ def _iso(stamp: bytes) -> str:
     return stamp.decode("ascii").replace(" ", "T", 1)
 
 
+def _server(run: Run, event: ev.EventBase) -> Server | None:
+    """The server a run is: what its start lines showed (detect.py, ``note_start``), else the pack
+    of a line only one server prints (this event's, if it is one)."""
+    if run.server is not None:
+        return run.server
+    name = SERVER_OF_RULE.get(event.rule or "")
+    return next((server for server in SERVERS if server == name), None)
+
+
 def jumps_back(previous: str | None, ts: str) -> bool:
     """A writer's clock going back this far means another run's lines, not interleaving (writers
     interleave, so clocks are compared within a writer)."""
@@ -104,27 +113,32 @@ class PhaseMachine:
         return run
 
     def feed(self, event: ev.EventBase) -> None:
-        transition = evidence_of(event)
-        self._fold(self._run_of(event, transition), event, transition)
+        run, later = self._run_of(event)
+        # what a line means can depend on the server the run is (a pack's own reading of a shared line)
+        transition = evidence_in(event, _server(run, event))
+        if later is not None and self._restarted(run, event, transition, later):
+            run = self._new_run(event.line)
+        self._fold(run, event, transition)
 
-    def _run_of(self, event: ev.EventBase, transition: Transition | None) -> Run:
-        """The run an event belongs to: an earlier one for a record that began there, else the
-        current one or the new one it starts (a writer's clock jumping back, a relaunch's
-        server_args, a start-up marker after the run finished)."""
+    def _run_of(self, event: ev.EventBase) -> tuple[Run, bool | None]:
+        """The run an event belongs to, and whether its time is later than the run's (None: an
+        earlier run's record): an earlier one for a record that began there, else the current one
+        or the new one it starts (a writer's clock jumping back, a relaunch's server_args); a
+        start-up marker after the run finished is ``feed``'s to judge (``_restarted``)."""
         run = self.run
         if event.line < run.start_line:
             # a multi-line record that began before this run started and closed only now
             # (its lines interleaved with the next run's first ones): it belongs where it began
-            return next(r for r in reversed(self.runs) if r.start_line <= event.line)
+            return next(r for r in reversed(self.runs) if r.start_line <= event.line), None
         ts = event.ts
         if ts is not None and not event.ts_inherited and not event.ts_wrapper:
             if self._jumps_back(run, event.rank, ts):
                 run = self._new_run(event.line)
             advance(run.clock_by_writer, event.rank, ts)
         later = ts is None or run.last_ts is None or ts > run.last_ts
-        if self._relaunched(run, event, later) or self._restarted(run, event, transition, later):
-            return self._new_run(event.line)
-        return run
+        if self._relaunched(run, event, later):
+            return self._new_run(event.line), True
+        return run, later
 
     @staticmethod
     def _jumps_back(run: Run, writer: str | None, ts: str) -> bool:
@@ -158,6 +172,7 @@ class PhaseMachine:
         )
 
     def _fold(self, run: Run, event: ev.EventBase, transition: Transition | None) -> None:
+        run.server = _server(run, event)
         run.extend(event.ts, event.ts, event.end_line or event.line)
         if run.ready_line is None:
             # where start-up lines were written (the bulk path counts serving lines without events)
@@ -196,7 +211,7 @@ class PhaseMachine:
 
     def _assess(self, run: Run, event: ev.EventBase) -> None:
         """A failure or a note the event states, as an incident of the run."""
-        assessment = assess(event, after_ready=run.ready_line is not None)
+        assessment = assess(event, after_ready=run.ready_line is not None, server=run.server)
         if assessment is None:
             return
         if run.shutdown_line is not None:

@@ -22,7 +22,17 @@ from logphase.pipeline.phases import MarkerRole, Phase, Transition
 from logphase.servers import PACKS
 from logphase.servers.pack import HTTP_UP, LAUNCH_NOTE, ByLine, Message
 
-__all__ = ["MESSAGES", "SCHEDULER_RULES", "Message", "bar_evidence", "evidence_of", "stream_of", "transitions"]
+__all__ = [
+    "MESSAGES",
+    "SCHEDULER_RULES",
+    "SERVER_OF_RULE",
+    "Message",
+    "bar_evidence",
+    "evidence_in",
+    "evidence_of",
+    "stream_of",
+    "transitions",
+]
 
 
 def _combined() -> dict[str, Message]:
@@ -37,6 +47,10 @@ def _combined() -> dict[str, Message]:
 
 MESSAGES: dict[str, Message] = _combined()
 SCHEDULER_RULES = frozenset(rule for rule, m in MESSAGES.items() if m.scheduler) | {SCHEDULER_NOTE}
+# the server a run is, by the start lines only that server prints (never by a stray line of it:
+# SGLang's log holds some of vLLM's lines)
+SERVER_OF_RULE: dict[str, str] = {rule: pack.name for pack in PACKS for rule in (*pack.start_rules, *pack.own_rules)}
+_MEANINGS: dict[str, dict[str, Transition]] = {pack.name: dict(pack.meanings) for pack in PACKS if pack.meanings}
 
 # -- evidence that depends on the line --------------------------------------------------------------
 
@@ -115,6 +129,16 @@ def evidence_of(event: ev.EventBase) -> Transition | None:
     return message.evidence
 
 
+def evidence_in(event: ev.EventBase, server: str | None) -> Transition | None:
+    """The phase evidence of an event in a run of ``server`` (a pack's name, None when not known):
+    what the server's pack says another pack's message means there, else what its row says."""
+    meaning = _MEANINGS.get(server or "", {}).get(event.rule or event.kind)
+    return meaning if meaning is not None else evidence_of(event)
+
+
 def transitions() -> dict[str, Transition]:
     """Every fixed transition of the table, by message (for validating the table)."""
-    return {rule: m.evidence for rule, m in MESSAGES.items() if isinstance(m.evidence, Transition)}
+    table = {rule: m.evidence for rule, m in MESSAGES.items() if isinstance(m.evidence, Transition)}
+    for server, meanings in _MEANINGS.items():
+        table |= {f"{rule} ({server})": transition for rule, transition in meanings.items()}
+    return table

@@ -17,11 +17,12 @@ from logphase.servers.pack import Pack
 @functools.cache
 def packs() -> tuple[Pack, ...]:
     """Every pack, in the order the pipeline reads them."""
-    from logphase.servers import sglang, shared
+    from logphase.servers import sglang, shared, vllm
 
     return (
         shared.PACK,
         sglang.PACK,
+        vllm.PACK,
     )
 
 

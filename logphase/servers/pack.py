@@ -30,6 +30,9 @@ class Cause(str, Enum):
 
     KV_CACHE_INSUFFICIENT_MEMORY = "kv_cache_insufficient_memory"
     CUDA_OOM = "cuda_oom"
+    # the GPU has less free memory at start-up than the server is told to take (another process
+    # holds part of it): vLLM's free-memory pre-check; the fix is the opposite of the KV cache's
+    GPU_MEMORY_OCCUPIED = "gpu_memory_occupied"
     NCCL_ERROR = "nccl_error"
     DISTRIBUTED_TIMEOUT = "distributed_timeout"
     PORT_IN_USE = "port_in_use"
@@ -91,6 +94,9 @@ class Message:
     scheduler: bool = False
     stream: Stream | None = "stderr"  # where its writer writes; None: either (a shell's, a launcher's)
     cause: Cause | None = None  # the cause a one-line error states (the row's event is an error line)
+    # looked for further in a line too (behind an envelope logphase does not know); False for a
+    # message whose head is common words ('Route: ', 'Request x failed'): known only at a line's start
+    anywhere: bool = True
 
 
 class ServerFunction(NamedTuple):
@@ -133,6 +139,15 @@ class Pack:
     hints: tuple[Hint, ...] = ()
     # the server's config keys the hints quote (hint value -> key of the server's arguments)
     hint_settings: Mapping[str, str] = field(default_factory=dict)
+    # keys only this server's configuration dump has: a run whose dump holds one gets its advice
+    config_marks: tuple[str, ...] = ()
+    # the messages only this server prints, at a run's start: a run that prints one is this server's
+    start_rules: tuple[str, ...] = ()
+    # other messages only this server prints (never another server that reuses its code): a window
+    # that starts after the start lines is known by them
+    own_rules: tuple[str, ...] = ()
+    # what another pack's message means in a run of this server (uvicorn's start-up is vLLM's ready)
+    meanings: Mapping[str, Transition] = field(default_factory=dict)
     # the programs that launch the server: their own Python warnings are launch evidence
     launchers: tuple[str, ...] = ()
     # what the server's warmup asks first (an HTTP path prefix): warmup evidence, not serving

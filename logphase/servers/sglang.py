@@ -225,8 +225,6 @@ _MESSAGES: dict[str, Message] = {
     "mla_optimization": Message("sglang", b.with_message(ev.StartupNote), _LAUNCH_LEVEL),
     # the main process reads the chat template while the schedulers start: says no phase
     "chat_template_default": Message("sglang", b.with_message(ev.StartupNote)),
-    "vllm_nccl_library": Message("sglang", b.with_message(ev.StartupNote), t(D, WEAK), scheduler=True),
-    "p2p_access_cache": Message("sglang", b.with_message(ev.StartupNote), t(D, WEAK), scheduler=True),
     # notes printed in passing, by the phase that prints them (sglang.lark)
     "launch_note": Message("sglang", b.with_message(ev.StartupNote), _LAUNCH_LEVEL),
     "scheduler_launch_note": Message("sglang", b.with_message(ev.StartupNote), _LAUNCH_LEVEL),
@@ -668,6 +666,8 @@ PACK = Pack(
     functions=_FUNCTIONS + _mined_functions(_FUNCTIONS),
     hints=_HINTS,
     hint_settings={"mfs": "mem_fraction_static", "max_bs": "cuda_graph_max_bs", "port": "port"},
+    config_marks=("mem_fraction_static", "tp_size", "model_path"),
+    start_rules=("server_args",),
     launchers=("launch_server",),
     warmup_paths=("/model_info", "/get_model_info"),
     notes="notes.json",  # written by scripts/sglang_notes.py from grammars/sglang/catalogue
