@@ -204,7 +204,8 @@ def _failure(run: Run) -> tuple[FailureReport | None, Phase | None]:
         line=root.assessment.line or root.event.line,
         ts=root.event.ts,
         message=root.assessment.message[:2000],
-        hint=root.assessment.hint or hint(root.assessment.cause, phase, run.server_args or {}, _hint_facts(run, root), run.server),
+        hint=root.assessment.hint
+        or hint(root.assessment.cause, phase, run.server_args or {}, _hint_facts(run, root), run.server),
         consequences=consequences,
         consequences_total=len(run.incidents) - 1,
         severity=_SEVERITY_WORD.get(root.assessment.severity, "echo"),
