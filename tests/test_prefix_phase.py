@@ -111,7 +111,11 @@ def test_no_prefix_reports_a_phase_beyond_the_whole_log(name: str) -> None:
     full = reports[-1][1]
     assert full.runs == 1
     for cut, report in reports:
-        assert not _beyond(report.phase, full.phase), f"head -c {cut}: {report.phase}, whole log: {full.phase}"
+        # beyond the whole log's phase means beyond the furthest its timeline reached: vLLM V1 sizes
+        # the KV cache after torch.compile (cuda_graph_capture by the corpus' rule), so a KV-cache
+        # failure there is memory_pool after a capture step (test_properties.furthest_index)
+        furthest = max([full.phase, *(Phase(p.name) for p in full.phases)], key=lambda p: p.order if p else -1)
+        assert not _beyond(report.phase, furthest), f"head -c {cut}: {report.phase}, whole log: {full.phase}"
         assert not warning_contradictions(report), f"head -c {cut}: {warning_contradictions(report)}"
 
 

@@ -669,6 +669,12 @@ PACK = Pack(
     config_marks=("mem_fraction_static", "tp_size", "model_path"),
     start_rules=("server_args",),
     launchers=("launch_server",),
+    # vLLM's distributed helpers that SGLang reuses print these (grammars/vllm/vllm.lark reads them):
+    # in an SGLang run they are the scheduler's distributed init
+    meanings={
+        "port_retry": Transition(Phase.DISTRIBUTED_INIT, MarkerRole.WEAK),
+        "shm_handle": Transition(Phase.DISTRIBUTED_INIT, MarkerRole.WEAK),
+    },
     warmup_paths=("/model_info", "/get_model_info"),
     notes="notes.json",  # written by scripts/sglang_notes.py from grammars/sglang/catalogue
     server_paths=(r"sglang/srt", r"launch_server"),

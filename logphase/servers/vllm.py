@@ -347,7 +347,6 @@ _FUNCTIONS: tuple[ServerFunction, ...] = (
     # -- the engine core's and the workers' serving loops: the server is up ----------------------
     ServerFunction("run_busy_loop", Phase.READY),
     ServerFunction("_process_engine_step", Phase.READY),
-    ServerFunction("worker_busy_loop", Phase.READY),
     ServerFunction("start_worker_execution_loop", Phase.READY),
     # -- torch.compile (inside the profiling run in V1) and CUDA graphs ---------------------------
     ServerFunction("capture_model", _CAPTURE),
@@ -364,6 +363,9 @@ _FUNCTIONS: tuple[ServerFunction, ...] = (
     # the V1 engine core sizes the KV cache, then has the workers compile and capture: a lower bound
     ServerFunction("_initialize_kv_caches", _POOL, "core.py", onward=True),
     ServerFunction("initialize_from_config", _POOL, "abstract.py", onward=True),
+    # a V1 worker's RPC loop runs the engine core's start-up calls (memory profiling, the KV cache,
+    # compile and capture) before it serves: a frame in it is a lower bound, not ready
+    ServerFunction("worker_busy_loop", _POOL, "multiproc_executor.py", onward=True),
     ServerFunction("get_kv_cache_configs", _POOL),
     ServerFunction("get_kv_cache_config", _POOL),
     ServerFunction("check_enough_kv_cache_memory", _POOL),
