@@ -108,6 +108,12 @@ class Follower:
         self._quiet_runs: int | None = None  # set when the content is a stale, finished run
         # the open records were reported at the flush timeout: nothing more is due until new input
         self._open_flushed = False
+        # a failure only echoed so far (a sibling's timeout, 'failed to start') whose root may still
+        # come: its records wait for a pause (flush_timeout) or the end of the input, so that they do
+        # not depend on where a read ended (vLLM prints echoes before the root)
+        self._echo_held = False
+        self._settling = False
+        self._ended = False
         self.report: Report = self.engine.report(options.expect)
 
     @property
@@ -141,7 +147,9 @@ class Follower:
         out: list[FollowRecord] = []
         if self._flush_due(now):
             self._open_flushed = True
+            self._settling = True
             out.extend(self._changes(now, include_open=True))
+            self._settling = False
         out.extend(self._stall(now))
         return out
 
@@ -157,6 +165,7 @@ class Follower:
         the input may still grow, the rest of that line is waited for). Returns the records that
         brings; later calls bring none."""
         self.engine.finish()
+        self._ended = True
         return self._changes(time.monotonic() if now is None else now)
 
     def summary(self, exit_code: int | None = None) -> SummaryRecord:
@@ -213,7 +222,7 @@ class Follower:
         if self.stale:
             return None
         until = self.options.until
-        if until == "eof":
+        if until == "eof" or self._echo_held:
             return None
         if until == "failed":
             return 1 if r.outcome == "failed" else None
@@ -251,6 +260,11 @@ class Follower:
         warnings and the verdict."""
         out: list[FollowRecord] = self._phase_records(r)
         out.extend(self._ready_before_failure(r))
+        self._echo_held = (
+            r.failure is not None and r.failure.severity == "echo" and not (self._settling or self._ended) and not earlier
+        )
+        if self._echo_held:
+            return out
         if r.failure is not None and self._failure_said != (r.failure.cause.value, r.failure.line):
             out.append(self._failure_record(r.failure))
         for w in r.warnings:
@@ -278,7 +292,11 @@ class Follower:
             if p.name in self._phases_reported:
                 continue
             self._phases_reported.add(p.name)
-            first_rank = min(p.ranks.items(), key=lambda kv: (kv[1].start or "", kv[1].first_line or 0))[0] if p.ranks else None
+            # the rank of the line that entered it (None: a server-level line did): later lines of
+            # other ranks, even stamped earlier (Ray's out-of-order lines), do not change it, so the
+            # record is the same however the input was read
+            entering = [(rank, span) for rank, span in p.ranks.items() if span.first_line == p.first_line]
+            first_rank = min(entering, key=lambda kv: kv[1].start or "")[0] if entering else None
             out.append(
                 PhaseRecord(
                     phase=p.name,
@@ -321,7 +339,8 @@ class Follower:
         return self.report.outcome == "starting" or self._quiet_runs is not None
 
     def _flush_due(self, now: float) -> bool:
-        return self.engine.has_open_records() and not self._open_flushed and now - self._last_input >= self.options.flush_timeout
+        pending = self.engine.has_open_records() or self._echo_held
+        return pending and not self._open_flushed and now - self._last_input >= self.options.flush_timeout
 
     def _stall(self, now: float) -> list[FollowRecord]:
         if not self._stall_applies():
@@ -354,7 +373,7 @@ class Follower:
         waits = [math.inf]
         if self._stall_applies():
             waits.append(self._stall_threshold() * (1 << self._stall_count) - silent)
-        if self.engine.has_open_records() and not self._open_flushed:
+        if (self.engine.has_open_records() or self._echo_held) and not self._open_flushed:
             waits.append(self.options.flush_timeout - silent)
         return max(0.0, min(waits))
 
