@@ -157,18 +157,10 @@ def _stamp_of(report: Report) -> str:
 
 # the property is about a root that states its error: an echo-only failure (a peer's 'Connection
 # closed') is rightly taken over by an earlier line of the same kind
-# vLLM 0.5-0.7's bare prefix ('ERROR 03-04 21:17:03 engine.py:400] ') is read by the envelope's branch
-# (h/venv): until then its root line reads as text, which an echo's record inserted before it swallows
-BARE_PREFIX_ROOT = {"vllm_kv_cache_no_room_v0_0_7.log"}
-
-
-def _rooted(name: str) -> object:
-    mark = pytest.mark.xfail(reason="the bare vLLM prefix awaits the envelope", strict=False)
-    return pytest.param(name, marks=mark) if name in BARE_PREFIX_ROOT else name
 
 
 @pytest.mark.parametrize(
-    "name", [_rooted(n) for n in FIXTURES if (f := report_of(n).failure) is not None and f.severity == "root"]
+    "name", [n for n in FIXTURES if (f := report_of(n).failure) is not None and f.severity == "root"]
 )
 @given(echoes=st.lists(st.sampled_from(ECHOES), min_size=1, max_size=4), sigquit_first=st.booleans())
 def test_echoes_before_the_root_never_change_it(name: str, echoes: list[bytes], sigquit_first: bool) -> None:
