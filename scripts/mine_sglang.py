@@ -49,6 +49,7 @@ import re
 import subprocess
 import sys
 import zipfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -514,10 +515,10 @@ def _kw(node: ast.Call, name: str) -> ast.AST | None:
     return None
 
 
-def mine_wheel(wheel: Path, version: str) -> dict:
-    files: dict[str, dict] = {}
-    calls: dict[str, dict[str, list[tuple[str, str, str, int]]]] = {}
-    bases: dict[str, dict[str, list[str]]] = {}
+def mine_files(wheel: Path, area_of: Callable[[str], str | None], miner: Callable[[], Miner]) -> Iterator[tuple[str, str, Miner]]:
+    """Each start-up file of a wheel (``area_of`` says which, and its area) read by a fresh
+    ``miner``: (wheel path, area, the miner that visited it), files with nothing to say skipped.
+    Shared by the miners of every server (mine_vllm.py)."""
     with zipfile.ZipFile(wheel) as z:
         for name in sorted(z.namelist()):
             if not name.endswith(".py"):
@@ -531,13 +532,21 @@ def mine_wheel(wheel: Path, version: str) -> dict:
             except SyntaxError as exc:  # a release with syntax newer than ours
                 print(f"skip {name}: {exc}", file=sys.stderr)
                 continue
-            m = Miner()
+            m = miner()
             m.visit(tree)
             if not (m.functions or m.messages):
                 continue
             m.messages.sort(key=lambda e: (e["line"], e["col"]))
-            files[name] = {"area": area, "functions": m.functions, "messages": m.messages}
-            calls[name], bases[name] = m.calls, m.bases
+            yield name, area, m
+
+
+def mine_wheel(wheel: Path, version: str) -> dict:
+    files: dict[str, dict] = {}
+    calls: dict[str, dict[str, list[tuple[str, str, str, int]]]] = {}
+    bases: dict[str, dict[str, list[str]]] = {}
+    for name, area, m in mine_files(wheel, area_of, Miner):
+        files[name] = {"area": area, "functions": m.functions, "messages": m.messages}
+        calls[name], bases[name] = m.calls, m.bases
     add_phases(files, calls, bases)
     digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
     return {

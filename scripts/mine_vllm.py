@@ -53,11 +53,10 @@ import json
 import re
 import subprocess
 import sys
-import zipfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mine_sglang import LEVELS, Miner, glob_match, version_key  # the shared walker
+from mine_sglang import LEVELS, Miner, glob_match, mine_files, version_key  # the shared walker
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT_DIR = ROOT / "grammars" / "vllm" / "catalogue"
@@ -361,26 +360,10 @@ def logging_summary(files: dict[str, dict]) -> dict:
 
 
 def mine_wheel(wheel: Path, version: str) -> dict:
-    files: dict[str, dict] = {}
-    with zipfile.ZipFile(wheel) as z:
-        for name in sorted(z.namelist()):
-            if not name.endswith(".py"):
-                continue
-            area = area_of(name)
-            if area is None:
-                continue
-            source = z.read(name).decode("utf-8", "replace")
-            try:
-                tree = ast.parse(source, filename=name)
-            except SyntaxError as exc:  # a release with syntax newer than ours
-                print(f"skip {name}: {exc}", file=sys.stderr)
-                continue
-            m = VllmMiner()
-            m.visit(tree)
-            if not (m.functions or m.messages):
-                continue
-            m.messages.sort(key=lambda e: (e["line"], e["col"]))
-            files[name] = {"area": area, "functions": m.functions, "messages": m.messages}
+    files: dict[str, dict] = {
+        name: {"area": area, "functions": m.functions, "messages": m.messages}
+        for name, area, m in mine_files(wheel, area_of, VllmMiner)
+    }
     digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
     return {
         "schema": SCHEMA,
