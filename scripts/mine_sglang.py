@@ -207,18 +207,20 @@ def newest_patches(versions: list[str]) -> list[str]:
     return sorted(best.values(), key=version_key)
 
 
-def wheel_for(version: str, cache: Path) -> Path:
+def wheel_for(version: str, cache: Path, package: str = "sglang") -> Path:
+    """The release wheel of ``package`` (its source, never installed), downloaded once into ``cache``.
+    Shared by the miners of every server (mine_vllm.py)."""
     cache.mkdir(parents=True, exist_ok=True)
-    found = list(cache.glob(f"sglang-{version}-*.whl"))
+    found = list(cache.glob(f"{package}-{version}-*.whl"))
     if not found:
         subprocess.run(
-            [sys.executable, "-m", "pip", "download", f"sglang=={version}",
+            [sys.executable, "-m", "pip", "download", f"{package}=={version}",
              "--no-deps", "--only-binary", ":all:", "-d", str(cache), "-q"],
             check=True,
         )
-        found = list(cache.glob(f"sglang-{version}-*.whl"))
+        found = list(cache.glob(f"{package}-{version}-*.whl"))
     if not found:
-        raise SystemExit(f"no wheel for sglang=={version}")
+        raise SystemExit(f"no wheel for {package}=={version}")
     return found[0]
 
 

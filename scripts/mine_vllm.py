@@ -56,6 +56,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import mine_sglang
 from mine_sglang import LEVELS, Miner, glob_match, mine_files, version_key  # the shared walker
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -170,18 +171,7 @@ def available_versions() -> list[str]:
 
 
 def wheel_for(version: str, cache: Path) -> Path:
-    cache.mkdir(parents=True, exist_ok=True)
-    found = list(cache.glob(f"vllm-{version}-*.whl"))
-    if not found:
-        subprocess.run(
-            [sys.executable, "-m", "pip", "download", f"vllm=={version}",
-             "--no-deps", "--only-binary", ":all:", "-d", str(cache), "-q"],
-            check=True,
-        )
-        found = list(cache.glob(f"vllm-{version}-*.whl"))
-    if not found:
-        raise SystemExit(f"no wheel for vllm=={version}")
-    return found[0]
+    return mine_sglang.wheel_for(version, cache, package="vllm")
 
 
 def _last(node: ast.AST) -> str:
