@@ -63,7 +63,7 @@ def build_report(
     failure, failure_phase = _failure(run)
     ready = run.ready_line is not None
     outcome: Outcome = "failed" if failure else ("ready" if ready else "starting")
-    phase = failure_phase if failure else _phase_reached(run)
+    phase = failure_phase if failure else _phase_reached(run, lines.total > lines.blank)
     ranks = sorted((r for r in run.tracks if r is not None), key=rank_sort_key)
     failed_at = failure_ts(run) if failure else None
     end_ts = _startup_end(run, failure is not None, failed_at)
@@ -110,11 +110,12 @@ def _chosen_run(machine: PhaseMachine, run_index: int | None) -> Run:
     return run
 
 
-def _phase_reached(run: Run) -> Phase | None:
-    """The furthest phase of a run that has not failed."""
+def _phase_reached(run: Run, any_text: bool) -> Phase | None:
+    """The furthest phase of a run that has not failed; None only for input without text."""
     phase = run.furthest_phase()
-    if phase is None and (run.tracks or run.incidents or run.seen_sglang):
-        # lines of the server, none of which names a phase: it was launched, no more is known
+    if phase is None and (any_text or run.last_line > 0):
+        # lines, none of which names a phase (the server's unknown ones, or a harness waiting for
+        # it): a server that is starting is at least launched, and no more is known
         return Phase.LAUNCH
     return phase
 
