@@ -18,6 +18,7 @@ a loop back to them.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 from collections.abc import Iterable, Sequence
@@ -106,6 +107,66 @@ def first_chars(pattern: str) -> str | None:
     if found is None or found[1]:
         return None
     return "".join(sorted(found[0]))
+
+
+def start_chars(pattern: str, most: int = 256) -> frozenset[str] | None:
+    """Every character a match of ``pattern`` can start with, one by one, or None when that is not
+    known or is more than ``most`` characters (a category such as ``\\w``, and what
+    ``first_chars`` does not know): for sorting heads by the first character of a line."""
+    body = first_chars(pattern)
+    if body is None:
+        return None
+    chars: set[str] = set()
+    [(op, av)] = list(_sre.parse(f"[{body}]"))  # a class of one character is parsed as that character
+    for kind, value in av if op is _sre.IN else [(op, av)]:
+        if kind is _sre.LITERAL:
+            chars.add(chr(value))
+        elif kind is _sre.RANGE and value[1] - value[0] < most:
+            chars.update(map(chr, range(value[0], value[1] + 1)))
+        else:
+            return None  # a category, a negation (not made by first_chars), a range too wide
+    return frozenset(chars) if len(chars) <= most else None
+
+
+def alternatives(pattern: str) -> list[str]:
+    """The top-level alternatives of ``pattern`` (through a group ``(?:...)`` around all of it), in
+    order: ``A|(?:B|C)`` is ``["A", "B", "C"]``. Their alternation, in this order, matches what the
+    pattern matches, and each may start with fewer characters than the whole."""
+    bars, closes_at_end = _top_level(pattern)
+    if not bars and pattern.startswith("(?:") and closes_at_end:
+        return alternatives(pattern[3:-1])
+    if not bars:
+        return [pattern]
+    edges = [-1, *bars, len(pattern)]
+    return [inner for a, b in itertools.pairwise(edges) for inner in alternatives(pattern[a + 1 : b])]
+
+
+def _top_level(pattern: str) -> tuple[list[int], bool]:
+    """(where ``|`` separates top-level alternatives, whether the group opened first closes at the
+    very end), reading escapes and character classes (``[)|]`` holds no group and no bar)."""
+    bars: list[int] = []
+    depth, i, class_start, first_closed = 0, 0, -1, -1
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\":
+            i += 2
+            continue
+        if class_start >= 0:
+            # a ']' right after '[' or '[^' is a member, not the end
+            if char == "]" and i > class_start + 1 and pattern[class_start + 1 : i] != "^":
+                class_start = -1
+        elif char == "[":
+            class_start = i
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth == 0 and first_closed < 0:
+                first_closed = i
+        elif char == "|" and depth == 0:
+            bars.append(i)
+        i += 1
+    return bars, first_closed == len(pattern) - 1
 
 
 _CATEGORIES = {
@@ -224,8 +285,10 @@ def hyperscan_wanted() -> bool:
 __all__ = [
     "PREFILTER_ENV",
     "LiteralFinder",
+    "alternatives",
     "first_chars",
     "hyperscan_wanted",
     "leading_literals",
     "literal_factors",
+    "start_chars",
 ]

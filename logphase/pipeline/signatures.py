@@ -8,10 +8,8 @@ import re
 from functools import cache
 from typing import NamedTuple
 
-from lark.grammar import Terminal
-
 from logphase.pipeline.causes import SIGNATURES, Cause, Signature, SignatureRole
-from logphase.pipeline.grammars import parser, terminal_pattern
+from logphase.pipeline.grammars import rules, terminal_pattern
 from logphase.pipeline.phases import Phase
 from logphase.servers import PACKS
 
@@ -37,18 +35,17 @@ ERROR_GRAMMARS = tuple(g for pack in PACKS for g in pack.error_grammars)
 def _compiled() -> tuple[tuple[Signature, re.Pattern[str]], ...]:
     alternatives: dict[str, list[str]] = {}
     for source in ERROR_GRAMMARS:
-        for rule in parser(source).rules:
-            name = str(rule.origin.name)
+        for name, expansion in rules(source):
             if name == "start":
                 continue
-            parts = [f"(?:{terminal_pattern(source, str(s.name))})" for s in rule.expansion if isinstance(s, Terminal)]
+            parts = [f"(?:{terminal_pattern(source, s.name)})" for s in expansion if s.terminal]
             alternatives.setdefault(name, []).append("".join(parts))
     return tuple((s, re.compile("|".join(alternatives[s.rule]))) for s in SIGNATURES)
 
 
 def rules_in_grammar() -> set[str]:
     """The signature rules the error grammars define (for the table's tests)."""
-    return {str(r.origin.name) for g in ERROR_GRAMMARS for r in parser(g).rules if r.origin.name != "start"}
+    return {origin for g in ERROR_GRAMMARS for origin, _ in rules(g) if origin != "start"}
 
 
 def read_error(text: str) -> Reading:
