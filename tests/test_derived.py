@@ -5,6 +5,7 @@ written is no error."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import subprocess
@@ -243,3 +244,44 @@ def test_the_heads_by_first_character_find_what_all_heads_find() -> None:
         assert (found and found.lastgroup) == (expected and expected.lastgroup), text
         for g, pattern in each.items():
             assert classify.per_grammar_match(g, text) == (pattern.match(text) is not None), (g, text)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("hyperscan") is None, reason="hyperscan not installed (pip install 'logphase[fast]')")
+def test_a_kept_hyperscan_database_finds_what_a_compiled_one_finds(cache_folder: Path) -> None:
+    import hyperscan
+
+    from logphase.pipeline import prefilter
+
+    literals = [b"Load weight begin.", b"Traceback (most recent call last):", b" is reset to "]
+    data = (ROOT / "fixtures" / "logs" / "c10d_watchdog_abort.log").read_bytes() + b"\nx Load weight begin.\n"
+
+    def hits(db: object) -> list[int]:
+        found: list[int] = []
+        db.scan(data, match_event_handler=lambda _i, _f, to, _fl, _c: found.append(to))  # type: ignore[attr-defined]
+        return sorted(found)
+
+    expected = hits(prefilter._compiled_database(hyperscan, literals))
+    assert expected
+    assert hits(prefilter._hyperscan_database(literals)) == expected  # computed and kept
+    assert hits(prefilter._hyperscan_database(literals)) == expected  # read back
+    [kept] = cache_folder.glob("prefilter-hyperscan-*.json")
+    kept.write_text(json.dumps("AAAA" * 40), encoding="utf-8")  # base64 of no database
+    assert hits(prefilter._hyperscan_database(literals)) == expected
+    assert json.loads(kept.read_text(encoding="utf-8")) != "AAAA" * 40
+
+
+def test_the_bulk_literals_are_kept_as_computed(cache_folder: Path) -> None:
+    from logphase.pipeline import bulk
+
+    for cached_function in (bulk.head_leads, bulk.event_literals):
+        cached_function.cache_clear()
+    try:
+        assert bulk.head_leads() == bulk._head_leads(bulk.all_heads())
+        assert bulk.event_literals() == bulk._event_literals()
+        bulk.head_leads.cache_clear()
+        bulk.event_literals.cache_clear()
+        assert bulk.head_leads() == bulk._head_leads(bulk.all_heads())  # read back
+        assert bulk.event_literals() == bulk._event_literals()
+    finally:
+        bulk.head_leads.cache_clear()
+        bulk.event_literals.cache_clear()
