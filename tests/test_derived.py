@@ -163,7 +163,7 @@ def test_a_warm_start_builds_no_parser_for_the_dispatch() -> None:
     a line needs a parse."""
     code = (
         "from logphase.pipeline import classify, envelope, grammars, signatures\n"
-        "classify._start_heads().match('Load weight begin.'); envelope._compiled(); signatures._compiled()\n"
+        "classify._start_heads().match('Load weight begin.'); envelope._compiled(); signatures.read_error('CUDA out of memory')\n"
         "print(grammars.parser.cache_info().currsize)\n"
     )
     for expected in (None, "0"):  # the first run may keep what is not kept yet
@@ -285,3 +285,18 @@ def test_the_bulk_literals_are_kept_as_computed(cache_folder: Path) -> None:
     finally:
         bulk.head_leads.cache_clear()
         bulk.event_literals.cache_clear()
+
+
+def test_the_cause_table_reads_what_its_whole_patterns_read() -> None:
+    """A row is searched only in a text holding one of its literals: the rows that decide are the
+    ones their patterns, searched whole, give (on every example line of every grammar, the
+    fixtures' lines, and texts that fold case)."""
+    from logphase.pipeline import signatures
+
+    rows = signatures._compiled()
+    assert sum(row.needs is not None for row in rows) > len(rows) // 2
+    whole = [(row.signature, re.compile(row.text)) for row in rows]
+    texts = [*_messages(), "torch.OutOfMemoryError: cuda OUT OF MEMORY", "CAPTURE CUDA GRAPH FAILED: x"]
+    for text in texts:
+        expected = next(((s, m.end()) for s, p in whole if (m := p.search(text)) is not None), None)
+        assert signatures._first_row(text) == expected, text

@@ -23,7 +23,7 @@ import binascii
 import itertools
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 try:  # Python 3.11+: the parser re itself uses (sre_parse warns there)
@@ -71,6 +71,31 @@ def _factors(items: Sequence[Any]) -> set[str] | None:
             consider(_factors(list(av[2])))
     consider({run} if run else None)
     return best
+
+
+def folds_case(pattern: str) -> bool:
+    """Whether some part of ``pattern`` matches without regard to case (``(?i)``, ``(?i:...)``): its
+    literals then say nothing about the text's own."""
+    parsed = _sre.parse(pattern)
+    return bool(parsed.state.flags & re.IGNORECASE) or _folds(list(parsed))
+
+
+def _folds(items: Sequence[Any]) -> bool:
+    for op, av in items:
+        if op is _sre.SUBPATTERN and av[1] & re.IGNORECASE:
+            return True
+        if any(_folds(list(inner)) for inner in _subpatterns(av)):
+            return True
+    return False
+
+
+def _subpatterns(value: Any) -> Iterator[Any]:
+    """The parsed sub-patterns an item holds (a group's, each branch's, a repeat's body ...)."""
+    if isinstance(value, _sre.SubPattern):
+        yield value
+    elif isinstance(value, (list, tuple)):
+        for inner in value:
+            yield from _subpatterns(inner)
 
 
 def leading_literals(pattern: str) -> frozenset[str] | None:
@@ -312,6 +337,7 @@ __all__ = [
     "LiteralFinder",
     "alternatives",
     "first_chars",
+    "folds_case",
     "hyperscan_wanted",
     "leading_literals",
     "literal_factors",
