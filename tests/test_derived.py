@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import re
 import subprocess
 import sys
@@ -300,3 +301,24 @@ def test_the_cause_table_reads_what_its_whole_patterns_read() -> None:
     for text in texts:
         expected = next(((s, m.end()) for s, p in whole if (m := p.search(text)) is not None), None)
         assert signatures._first_row(text) == expected, text
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid"), reason="no owners of files to check (not POSIX)")
+def test_a_shared_temporary_folder_is_used_only_when_it_is_ours_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(derived.CACHE_ENV, raising=False)
+    blocker = tmp_path / "blocked"
+    blocker.write_text("", encoding="utf-8")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))  # the cache home cannot be made
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    [(_, shared)] = [c for c in derived._candidate_dirs() if c[0].parent == tmp_path]
+    assert shared
+    folder = tmp_path / f"logphase-cache-{derived._user_id()}"
+    folder.mkdir(mode=0o777)
+    folder.chmod(0o777)  # another user could have made it, and write into it
+    derived.cache_dir.cache_clear()
+    try:
+        assert derived.cache_dir() is None
+    finally:
+        derived.cache_dir.cache_clear()

@@ -45,13 +45,15 @@ def digest(parts: Iterable[bytes | str]) -> str:
     return h.hexdigest()
 
 
-def _candidate_dirs() -> list[Path]:
+def _candidate_dirs() -> list[tuple[Path, bool]]:
+    """The folders to try, in order, each with whether it must be this user's alone (one in the
+    shared temporary folder: what is read from it must have been written by us)."""
     override = os.environ.get(CACHE_ENV)
     if override:
-        return [Path(override)]
+        return [(Path(override), False)]
     xdg = os.environ.get("XDG_CACHE_HOME")
     base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache"
-    return [base / "logphase", Path(tempfile.gettempdir()) / f"logphase-cache-{_user_id()}"]
+    return [(base / "logphase", False), (Path(tempfile.gettempdir()) / f"logphase-cache-{_user_id()}", True)]
 
 
 def _user_id() -> str:
@@ -60,8 +62,7 @@ def _user_id() -> str:
 
 
 def _private(folder: Path) -> bool:
-    """Whether ``folder`` is ours alone (a folder in a shared temporary folder may be anyone's: data
-    read from it must be written by us)."""
+    """Whether ``folder`` is ours alone: owned by this user, writable by no one else."""
     if not hasattr(os, "getuid"):
         return True
     info = folder.stat()
@@ -71,10 +72,10 @@ def _private(folder: Path) -> bool:
 @functools.cache
 def cache_dir() -> Path | None:
     """The folder the derived data is kept in, created if needed; None when no folder can be written."""
-    for folder in _candidate_dirs():
+    for folder, shared in _candidate_dirs():
         try:
             folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-            if os.access(folder, os.W_OK | os.X_OK) and _private(folder):
+            if os.access(folder, os.W_OK | os.X_OK) and (not shared or _private(folder)):
                 return folder
         except OSError:
             continue
