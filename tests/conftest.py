@@ -1,12 +1,22 @@
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "fixtures" / "logs"
+
+# What logphase derives from its grammars and keeps between runs (pipeline/derived.py) goes to a
+# temporary folder of this test run (the commands the tests start inherit it): tests write nothing
+# outside the checkout and a temporary folder, and start from no kept data.
+_CACHE = tempfile.mkdtemp(prefix="logphase-test-cache-")
+os.environ["LOGPHASE_CACHE_DIR"] = _CACHE
+atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

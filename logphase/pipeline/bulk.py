@@ -23,6 +23,7 @@ from functools import cache
 from typing import NamedTuple, Protocol
 
 from logphase.pipeline.classify import all_heads
+from logphase.pipeline.derived import cached, digest
 from logphase.pipeline.envelope import envelope_patterns, plain_minutes_valid, valid_plain_stamp
 from logphase.pipeline.grammars import terminal_pattern
 from logphase.pipeline.lines import LineRun, LineSplitter, LogicalLine, RunPatterns, count_pieces, pieces_of
@@ -68,17 +69,46 @@ _TRACEBACK_BYTES = _traceback_header()
 def head_leads() -> frozenset[str]:
     """What the dispatch heads start with, where that is literal: a line whose message starts so is
     most likely an event, and is kept out of quiet runs rather than found in them and taken out
-    one by one."""
+    one by one. Kept on disk (derived.py) by the heads' text: reading them costs what compiling does."""
+    heads = all_heads()
+    return cached("bulk-head-leads", digest(heads), lambda: sorted(_head_leads(heads)), _strings)
+
+
+def _head_leads(heads: list[str]) -> frozenset[str]:
     leads: set[str] = set()
-    for head in all_heads():
+    for head in heads:
         leads |= leading_literals(head) or set()
     return frozenset(lead for lead in leads if len(lead) >= MIN_LITERAL)
+
+
+def _strings(data: object) -> frozenset[str]:
+    if not isinstance(data, list) or not all(isinstance(s, str) for s in data):
+        raise TypeError("not a list of strings")
+    return frozenset(data)
 
 
 @cache
 def event_literals() -> tuple[frozenset[str], tuple[str, ...]]:
     """(the literals some event line must contain, the weak heads checked at a line's start),
-    from the dispatch heads, the SGLang heads searched anywhere and the record openers."""
+    from the dispatch heads, the SGLang heads searched anywhere and the record openers. Kept on
+    disk (derived.py) by the text of the patterns they are read from."""
+    openers = [terminal_pattern("traceback", name) for name in OPENER_TERMINALS]
+    key = digest([*all_heads(), "", *openers, "", OPENERS.pattern])
+
+    def load(data: object) -> tuple[frozenset[str], tuple[str, ...]]:
+        if not isinstance(data, list) or len(data) != 2:
+            raise TypeError("event literals: not a pair")
+        _strings(data[1])  # checked: the weak heads stay a list, in their order
+        return _strings(data[0]), tuple(data[1])
+
+    def build() -> list[list[str]]:
+        literals, weak = _event_literals()
+        return [sorted(literals), list(weak)]
+
+    return cached("bulk-event-literals", key, build, load)
+
+
+def _event_literals() -> tuple[frozenset[str], tuple[str, ...]]:
     literals: set[str] = set()
     weak: list[str] = []
     for head in all_heads():

@@ -14,12 +14,13 @@ import re
 from functools import cache
 
 from logphase.pipeline import events as ev
+from logphase.pipeline.derived import cached, digest
 from logphase.pipeline.envelope import Envelope
 from logphase.pipeline.events import LineInfo
 from logphase.pipeline.grammars import first_literal, first_terminals, message_rules, parse, terminal_pattern
 from logphase.pipeline.messages import MESSAGES
 from logphase.pipeline.plain import MAX_PARSE_CHARS
-from logphase.pipeline.prefilter import leading_literals
+from logphase.pipeline.prefilter import alternatives, leading_literals, start_chars
 from logphase.servers import PACKS
 
 # the servers' own grammars: their messages are looked for anywhere in a line too
@@ -51,27 +52,107 @@ def _literal_led(pattern: str) -> bool:
     return re.match(r"(?:[A-Za-z0-9_=]|\\ ){3}", pattern) is not None
 
 
+class _HeadIndex:
+    """Heads matched at the start of a text, in order, compiled per the text's first character: only
+    the heads that can start with it (``prefilter.start_chars``; a head that may start with anything
+    is in every alternation). The alternation of those gives the match the alternation of all heads
+    would (the others cannot match there), and a start compiles only what its lines need: the
+    alternation of every head of every grammar costs ~0.1 s to compile, and Python keeps no compiled
+    pattern between runs. ``groups``: each head's group (the grammar that a match's ``lastgroup``
+    names), or none."""
+
+    def __init__(self, heads: list[tuple[str, str]], named: bool) -> None:
+        # each head's top-level alternatives apart: the alternatives of a long head (a terminal that
+        # lists messages) start with many characters, each alternative with one
+        split = [_head_parts()[h] for _, h in heads]
+        self._heads = [(group, alternative) for (group, _), parts in zip(heads, split, strict=True) for alternative, _ in parts]
+        starts = [chars for parts in split for _, chars in parts]
+        self._named = named
+        self._anything = tuple(i for i, chars in enumerate(starts) if chars is None)
+        by_char: dict[str, set[int]] = {}
+        for i, chars in enumerate(starts):
+            for char in chars or ():
+                by_char.setdefault(char, set(self._anything)).add(i)
+        self._by_char = {char: tuple(sorted(found)) for char, found in by_char.items()}
+        self._compiled: dict[tuple[int, ...], re.Pattern[str] | None] = {}
+
+    def match(self, text: str) -> re.Match[str] | None:
+        chosen = self._by_char.get(text[:1], self._anything)
+        pattern = self._compiled[chosen] if chosen in self._compiled else self._compile(chosen)
+        return None if pattern is None else pattern.match(text)
+
+    def _compile(self, chosen: tuple[int, ...]) -> re.Pattern[str] | None:
+        groups: dict[str, list[str]] = {}
+        for i in chosen:
+            group, head = self._heads[i]
+            groups.setdefault(group, []).append(f"(?:{head})")
+        if self._named:
+            alternatives = [f"(?P<{group}>{'|'.join(heads)})" for group, heads in groups.items()]
+        else:
+            alternatives = [h for heads in groups.values() for h in heads]
+        pattern = re.compile("|".join(alternatives)) if alternatives else None
+        self._compiled[chosen] = pattern
+        return pattern
+
+
 @cache
-def _dispatch() -> tuple[re.Pattern[str], dict[str, re.Pattern[str]], re.Pattern[str], re.Pattern[str]]:
-    """(heads at the start of a body by grammar, the same per grammar, probes, SGLang heads anywhere)."""
-    per_grammar: dict[str, re.Pattern[str]] = {}
-    groups: list[str] = []
-    for grammar in DISPATCHED:
-        if grammar in PROBES:
-            continue
-        heads = "|".join(f"(?:{h})" for h in _heads(grammar))
-        per_grammar[grammar] = re.compile(heads)
-        groups.append(f"(?P<{grammar}>{heads})")
-    probes = "|".join(
-        f"(?P<{grammar}>{''.join(terminal_pattern(grammar, t) for t in names)})" for grammar, names in PROBES.items()
+def _head_parts() -> dict[str, list[tuple[str, frozenset[str] | None]]]:
+    """Each dispatched head's top-level alternatives (``prefilter.alternatives``) with the
+    characters each can start with (``prefilter.start_chars``), kept on disk (derived.py) by the
+    heads' own text: the analysis parses each pattern, which costs what compiling it would."""
+    heads = sorted({h for g in DISPATCHED if g not in PROBES for h in _heads(g)})
+
+    def build() -> list[list[tuple[str, str | None]]]:
+        return [[(part, _chars_text(start_chars(part))) for part in alternatives(head)] for head in heads]
+
+    def load(data: object) -> dict[str, list[tuple[str, frozenset[str] | None]]]:
+        if not isinstance(data, list) or len(data) != len(heads):
+            raise ValueError("head alternatives: not one entry a head")
+        return {
+            head: [(str(part), None if chars is None else frozenset(str(chars))) for part, chars in parts]
+            for head, parts in zip(heads, data, strict=True)
+        }
+
+    return cached("head-alternatives", digest(heads), build, load)
+
+
+def _chars_text(chars: frozenset[str] | None) -> str | None:
+    return None if chars is None else "".join(sorted(chars))
+
+
+@cache
+def _start_heads() -> _HeadIndex:
+    """The heads of every dispatched grammar at the start of a body, by grammar, in dispatch order."""
+    return _HeadIndex([(g, h) for g in DISPATCHED if g not in PROBES for h in _heads(g)], named=True)
+
+
+@cache
+def _grammar_heads(grammar: str) -> _HeadIndex:
+    """The heads of one grammar at the start of a body."""
+    return _HeadIndex([(grammar, h) for h in _heads(grammar)], named=False)
+
+
+@cache
+def _probes() -> re.Pattern[str]:
+    """The progress-bar probes: a bar is told by its meter, wherever it is."""
+    return re.compile(
+        "|".join(
+            f"(?P<{grammar}>{''.join(terminal_pattern(grammar, t) for t in names)})" for grammar, names in PROBES.items()
+        )
     )
-    # one group per server grammar: the group that matched names the grammar to parse with
-    anywhere = "|".join(
-        f"(?P<{g}>{'|'.join(f'(?:{h})' for h in _heads(g, anywhere=True) if _literal_led(h))})"
-        for g in SERVER_GRAMMARS
-        if any(_literal_led(h) for h in _heads(g, anywhere=True))
+
+
+@cache
+def _anywhere() -> re.Pattern[str]:
+    """The server grammars' heads looked for anywhere in a line, one group per grammar (the group
+    that matched names the grammar to parse with)."""
+    return re.compile(
+        "|".join(
+            f"(?P<{g}>{'|'.join(f'(?:{h})' for h in _heads(g, anywhere=True) if _literal_led(h))})"
+            for g in SERVER_GRAMMARS
+            if any(_literal_led(h) for h in _heads(g, anywhere=True))
+        )
     )
-    return re.compile("|".join(groups)), per_grammar, re.compile(probes), re.compile(anywhere)
 
 
 def _fast_paths() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
@@ -110,11 +191,10 @@ def foreign_source(env: Envelope) -> bool:
     text = env.message
     if not text:
         return False
-    heads, _, probes, _ = _dispatch()
-    m = heads.match(text)
+    m = _start_heads().match(text)
     if m is not None:
         return m.lastgroup in FOREIGN
-    return "%" in text and probes.search(text) is not None
+    return "%" in text and _probes().search(text) is not None
 
 
 def classify(env: Envelope, at: LineInfo) -> ev.EventBase | None:
@@ -129,8 +209,7 @@ def classify(env: Envelope, at: LineInfo) -> ev.EventBase | None:
         return event
     # a bar longer than MAX_PARSE_CHARS is never built: no need to look for its meter (a search
     # through a long line of garbage with many '%' costs milliseconds)
-    _, _, probes, _ = _dispatch()
-    if "%" in text and len(text) <= MAX_PARSE_CHARS and probes.search(text) is not None:
+    if "%" in text and len(text) <= MAX_PARSE_CHARS and _probes().search(text) is not None:
         event = _build("tqdm", text, at)
         if event is not None:
             return event
@@ -139,16 +218,15 @@ def classify(env: Envelope, at: LineInfo) -> ev.EventBase | None:
 
 def _at_start(text: str, at: LineInfo) -> ev.EventBase | None:
     """A message at the start of the body: the grammar whose head matches first, then any other."""
-    heads, per_grammar, _, _ = _dispatch()
-    m = heads.match(text)
+    m = _start_heads().match(text)
     if m is None:
         return None
     event = _build(m.lastgroup or "", text, at)
     if event is not None:
         return event
     # another grammar's head may match here too
-    for grammar, pattern in per_grammar.items():
-        if grammar != m.lastgroup and pattern.match(text):
+    for grammar in DISPATCHED:
+        if grammar not in PROBES and grammar != m.lastgroup and per_grammar_match(grammar, text):
             event = _build(grammar, text, at)
             if event is not None:
                 return event
@@ -159,8 +237,7 @@ def _further_in(text: str, at: LineInfo) -> ev.EventBase | None:
     """A message behind something logphase does not know (another logger's prefix): by its text."""
     if len(text) > _LONG_LINE and not any(lead in text for lead in _anywhere_leads()):
         return None  # no server message starts anywhere in it: a long line is not scanned for one
-    _, _, _, anywhere = _dispatch()
-    for found in anywhere.finditer(text, 1):
+    for found in _anywhere().finditer(text, 1):
         if text[found.start() - 1] in _QUOTES:
             continue  # a message quoted in a source line ('raise ValueError("No available ...'): not the message
         event = _build(found.lastgroup or "", text[found.start() :], at)
@@ -217,7 +294,7 @@ def _build(grammar: str, text: str, at: LineInfo) -> ev.EventBase | None:
 
 
 def per_grammar_match(grammar: str, text: str) -> bool:
-    return _dispatch()[1][grammar].match(text) is not None
+    return _grammar_heads(grammar).match(text) is not None
 
 
 def _fast_path(grammar: str, text: str, at: LineInfo) -> ev.EventBase | None:

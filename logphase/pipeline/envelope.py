@@ -17,9 +17,7 @@ import re
 from functools import cache, lru_cache
 from typing import NamedTuple
 
-from lark.grammar import NonTerminal, Terminal
-
-from logphase.pipeline.grammars import parser, terminal_pattern
+from logphase.pipeline.grammars import Symbol, rules, terminal_pattern
 
 # peeled wrappers per line, at most (a kubectl --prefix around docker -t around compose ...)
 MAX_WRAPPERS = 6
@@ -74,45 +72,43 @@ _CAPTURED_KINDS = ("_TIME", "_SOURCE", "_STREAM", "_RANK")
 def _alternatives(rule: str) -> list[str]:
     """The regular expressions of a rule's expansions, longest first, named terminals captured as
     ``(?P<{rule}_{i}__{TERMINAL}>...)`` and a repeated part (``(" " RANK_TAG)*``) as ``..._TAGS``."""
-    grammar = parser("envelope")
-    by_origin: dict[str, list[list[object]]] = {}
-    for r in grammar.rules:
-        by_origin.setdefault(str(r.origin.name), []).append(list(r.expansion))
+    by_origin: dict[str, list[tuple[Symbol, ...]]] = {}
+    for origin, expansion in rules("envelope"):
+        by_origin.setdefault(origin, []).append(expansion)
 
-    def plain(symbols: list[object]) -> str:
+    def plain(symbols: tuple[Symbol, ...]) -> str:
         out = ""
         for symbol in symbols:
-            if isinstance(symbol, Terminal):
-                out += f"(?:{terminal_pattern('envelope', str(symbol.name))})"
-            elif isinstance(symbol, NonTerminal):
-                out += repeated(str(symbol.name))
+            if symbol.terminal:
+                out += f"(?:{terminal_pattern('envelope', symbol.name)})"
+            else:
+                out += repeated(symbol.name)
         return out
 
     def repeated(name: str) -> str:
         # Lark writes (...)* as a left-recursive rule: [self, rest...] | [rest...]
-        rest = next(e for e in by_origin[name] if not (e and isinstance(e[0], NonTerminal) and e[0].name == name))
+        rest = next(e for e in by_origin[name] if not (e and not e[0].terminal and e[0].name == name))
         return f"(?:{plain(rest)})+"
 
     out: list[str] = []
     for i, expansion in enumerate(sorted(by_origin[rule], key=len, reverse=True)):
         pattern = ""
         for symbol in expansion:
-            if isinstance(symbol, Terminal):
-                body = f"(?:{terminal_pattern('envelope', str(symbol.name))})"
-                name = str(symbol.name)
+            if symbol.terminal:
+                body = f"(?:{terminal_pattern('envelope', symbol.name)})"
+                name = symbol.name
                 if name.endswith(_CAPTURED_KINDS) or name in ("TIMESTAMP", "LEVEL", "PIPE_LEVEL", "STREAM"):
                     body = f"(?P<{rule}_{i}__{name}>{body})"
                 pattern += body
-            elif isinstance(symbol, NonTerminal):
-                pattern += f"(?P<{rule}_{i}__TAGS>{repeated(str(symbol.name))})"
+            else:
+                pattern += f"(?P<{rule}_{i}__TAGS>{repeated(symbol.name)})"
         out.append(pattern)
     return out
 
 
 @cache
 def _compiled() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
-    grammar = parser("envelope")
-    wrappers = [str(r.expansion[0].name) for r in grammar.rules if r.origin.name == "wrapper"]
+    wrappers = [expansion[0].name for origin, expansion in rules("envelope") if origin == "wrapper"]
     wrapper = "|".join(f"(?:{alt})" for w in wrappers for alt in _alternatives(w))
     sglang = "|".join(f"(?:{alt})" for alt in _alternatives("sglang_prefix"))
     torch = "|".join(f"(?:{alt})" for alt in _alternatives("torch_rank"))

@@ -15,12 +15,15 @@ name, from any pack (``%import common (INT)``, ``%import sglang_errors (SIGQUIT)
 from __future__ import annotations
 
 import functools
+import importlib.util
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
 
-from lark import Lark, Token, Transformer, Tree
-from lark.exceptions import LarkError
-from lark.grammar import NonTerminal, Terminal
+from logphase.pipeline.derived import cached, digest
+
+if TYPE_CHECKING:  # Lark is imported when a line needs a parse, not to read the grammars' terminals
+    from lark import Lark, Token, Transformer
 
 GRAMMAR_SOURCES = (
     "envelope", "sglang", "gloo", "nccl", "torch", "traceback", "tqdm", "http", "process", "server_args", "errors",
@@ -51,6 +54,8 @@ def grammar_path(source: str) -> Path:
 @functools.cache
 def parser(source: str) -> Lark:
     """The LALR parser for one source; compiled once per process and cached on disk by Lark."""
+    from lark import Lark
+
     return Lark.open(
         str(grammar_path(source)),
         parser="lalr",
@@ -95,48 +100,116 @@ def examples(source: str) -> dict[str, tuple[str, ...]]:
     return found
 
 
+class Symbol(NamedTuple):
+    """One symbol of a rule's expansion: a terminal (``TERMINAL``) or a rule (``rule``)."""
+
+    name: str
+    terminal: bool
+
+
+class GrammarFacts(NamedTuple):
+    """What the per-line tests built from a grammar read of it, without its parser: each terminal's
+    regular expression (and its text when it is a string), and each rule's expansions in Lark's
+    order (``rules``: (rule, its symbols), one pair per expansion)."""
+
+    patterns: dict[str, str]
+    literals: dict[str, str]
+    rules: tuple[tuple[str, tuple[Symbol, ...]], ...]
+
+
+@functools.cache
+def _grammars_key() -> str:
+    """A hash of every grammar file of every pack (a grammar imports others by name), of Lark (its
+    version decides the patterns and the rules' order) and of logphase's version: their package
+    files that say it, read rather than imported (Lark is imported when a line needs a parse)."""
+    files = sorted(grammar_dir().glob("*/*.lark"))
+    lark_spec = importlib.util.find_spec("lark")
+    lark_init = Path(lark_spec.origin) if lark_spec is not None and lark_spec.origin else None
+    logphase_init = Path(__file__).resolve().parent.parent / "__init__.py"
+    parts: list[bytes | str] = [logphase_init.read_bytes(), lark_init.read_bytes() if lark_init is not None else b""]
+    for path in files:
+        parts += [path.parent.name + "/" + path.name, path.read_bytes()]
+    return digest(parts)
+
+
+def _facts_of_parser(source: str) -> dict[str, object]:
+    from lark.grammar import Terminal
+
+    grammar = parser(source)
+    return {
+        "patterns": {t.name: str(t.pattern.to_regexp()) for t in grammar.terminals},
+        "literals": {t.name: str(t.pattern.value) for t in grammar.terminals if t.pattern.type == "str"},
+        "rules": [
+            [str(r.origin.name), [[str(s.name), isinstance(s, Terminal)] for s in r.expansion]] for r in grammar.rules
+        ],
+    }
+
+
+def _facts_from_data(data: object) -> GrammarFacts:
+    if not isinstance(data, dict):
+        raise TypeError("grammar facts: not an object")
+    patterns, literals = dict(data["patterns"]), dict(data["literals"])
+    if not all(isinstance(v, str) for v in (*patterns.values(), *literals.values())):
+        raise TypeError("grammar facts: a pattern that is not text")
+    rules = tuple(
+        (str(origin), tuple(Symbol(str(name), bool(terminal)) for name, terminal in expansion))
+        for origin, expansion in data["rules"]
+    )
+    return GrammarFacts(patterns, literals, rules)
+
+
+@functools.cache
+def facts(source: str) -> GrammarFacts:
+    """The terminals and rules of a grammar: kept on disk (derived.py) with the grammars' hash, so
+    that a start builds no parser for them; the parser is built when a line needs a parse."""
+    return cached(f"grammar-{source}", _grammars_key(), lambda: _facts_of_parser(source), _facts_from_data)
+
+
 def terminal_pattern(source: str, name: str) -> str:
     """The regular expression a grammar gives a terminal, for per-line tests built from it."""
-    return str(parser(source).get_terminal(name).pattern.to_regexp())
+    return facts(source).patterns[name]
+
+
+def rules(source: str) -> tuple[tuple[str, tuple[Symbol, ...]], ...]:
+    """Each expansion of each rule of a grammar, as (rule, its symbols), in the parser's order."""
+    return facts(source).rules
 
 
 def message_rules(source: str) -> list[str]:
     """The messages of a grammar: the alternatives of its ``start`` rule, in order."""
     seen: list[str] = []
-    for rule in parser(source).rules:
-        if rule.origin.name == "start":
-            for symbol in rule.expansion:
-                if isinstance(symbol, NonTerminal) and symbol.name not in seen:
-                    seen.append(str(symbol.name))
+    for origin, expansion in rules(source):
+        if origin == "start":
+            for symbol in expansion:
+                if not symbol.terminal and symbol.name not in seen:
+                    seen.append(symbol.name)
     return seen
 
 
 def defined_rules(source: str) -> set[str]:
     """Every rule a grammar defines (inlined ``_rules`` included)."""
-    return {str(rule.origin.name) for rule in parser(source).rules}
+    return {origin for origin, _ in rules(source)}
 
 
 def used_rules(source: str) -> set[str]:
     """Every rule reachable from ``start``."""
-    by_origin: dict[str, list[list[object]]] = {}
-    for rule in parser(source).rules:
-        by_origin.setdefault(str(rule.origin.name), []).append(list(rule.expansion))
+    by_origin = _expansions(source)
     reached, todo = {"start"}, ["start"]
     while todo:
         for expansion in by_origin.get(todo.pop(), []):
             for symbol in expansion:
-                if isinstance(symbol, NonTerminal) and str(symbol.name) not in reached:
-                    reached.add(str(symbol.name))
-                    todo.append(str(symbol.name))
+                if not symbol.terminal and symbol.name not in reached:
+                    reached.add(symbol.name)
+                    todo.append(symbol.name)
     return reached
 
 
 @functools.cache
-def _expansions(source: str) -> dict[str, list[list[object]]]:
+def _expansions(source: str) -> dict[str, list[tuple[Symbol, ...]]]:
     """Each rule's expansions, by rule name (built once per grammar: the dispatch asks per rule)."""
-    by_origin: dict[str, list[list[object]]] = {}
-    for r in parser(source).rules:
-        by_origin.setdefault(str(r.origin.name), []).append(list(r.expansion))
+    by_origin: dict[str, list[tuple[Symbol, ...]]] = {}
+    for origin, expansion in rules(source):
+        by_origin.setdefault(origin, []).append(expansion)
     return by_origin
 
 
@@ -154,11 +227,11 @@ def first_terminals(source: str, rule: str) -> list[str]:
             if not expansion:
                 continue
             first = expansion[0]
-            if isinstance(first, Terminal):
+            if first.terminal:
                 if first.name not in found:
-                    found.append(str(first.name))
-            elif isinstance(first, NonTerminal):
-                walk(str(first.name))
+                    found.append(first.name)
+            else:
+                walk(first.name)
 
     walk(rule)
     return found
@@ -167,10 +240,10 @@ def first_terminals(source: str, rule: str) -> list[str]:
 def first_literal(source: str, rule: str) -> str:
     """The text a rule starts with when its first terminal is a string (``"server_args="``)."""
     name = first_terminals(source, rule)[0]
-    terminal = parser(source).get_terminal(name)
-    if terminal.pattern.type != "str":
+    literal = facts(source).literals.get(name)
+    if literal is None:
         raise ValueError(f"{source}.{rule} starts with a pattern, not a literal")
-    return str(terminal.pattern.value)
+    return literal
 
 
 class Parsed:
@@ -203,40 +276,45 @@ class Parsed:
         return next((c for c in self.children if c.rule == rule), None)
 
 
-class _Flatten(Transformer[Token, Parsed]):
+@functools.cache
+def _flattener() -> Transformer[Token, Parsed]:
     """Turns any parse tree into nested :class:`Parsed` records without knowing the grammar."""
+    from lark import Token, Transformer
 
-    def __default__(self, data: str, children: list[object], meta: object) -> Parsed:
-        node = Parsed(str(data))
-        for child in children:
-            if isinstance(child, Token):
-                node.tokens.setdefault(child.type, []).append(str(child))
-            elif isinstance(child, Parsed):
-                if child.rule == "field":
-                    key = child.first("FIELD_KEY")
-                    value = child.first("FIELD_VALUE")
-                    if key is not None and value is not None:
-                        node.fields.setdefault(key.strip(), value.strip())
-                    continue
-                if not child.children and not child.fields and child.tokens:
-                    # a named sub-rule of tokens only: a value the builders read by its name
-                    node.values.setdefault(child.rule, [t for ts in child.tokens.values() for t in ts])
-                for name, tokens in child.values.items():
-                    node.values.setdefault(name, tokens)  # values of nested sub-rules, by name too
-                node.children.append(child)
-        return node
+    class Flatten(Transformer[Token, Parsed]):
+        def __default__(self, data: str, children: list[object], meta: object) -> Parsed:
+            node = Parsed(str(data))
+            for child in children:
+                if isinstance(child, Token):
+                    node.tokens.setdefault(child.type, []).append(str(child))
+                elif isinstance(child, Parsed):
+                    if child.rule == "field":
+                        key = child.first("FIELD_KEY")
+                        value = child.first("FIELD_VALUE")
+                        if key is not None and value is not None:
+                            node.fields.setdefault(key.strip(), value.strip())
+                        continue
+                    if not child.children and not child.fields and child.tokens:
+                        # a named sub-rule of tokens only: a value the builders read by its name
+                        node.values.setdefault(child.rule, [t for ts in child.tokens.values() for t in ts])
+                    for name, tokens in child.values.items():
+                        node.values.setdefault(name, tokens)  # values of nested sub-rules, by name too
+                    node.children.append(child)
+            return node
 
-
-_FLATTEN = _Flatten()
+    return Flatten()
 
 
 def parse(source: str, text: str) -> Parsed | None:
     """Parse ``text`` with the grammar of ``source``; None when the grammar does not accept it."""
+    from lark import Tree
+    from lark.exceptions import LarkError
+
     try:
         tree = parser(source).parse(text)
     except LarkError:
         return None
-    result = _FLATTEN.transform(tree) if isinstance(tree, Tree) else None
+    result = _flattener().transform(tree) if isinstance(tree, Tree) else None
     if result is not None and result.rule == "start" and len(result.children) == 1:
         # `start` only wraps the alternative that matched; hoist it, keeping start's own tokens
         inner = result.children[0]

@@ -18,9 +18,12 @@ a loop back to them.
 
 from __future__ import annotations
 
+import base64
+import binascii
+import itertools
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 try:  # Python 3.11+: the parser re itself uses (sre_parse warns there)
@@ -70,6 +73,31 @@ def _factors(items: Sequence[Any]) -> set[str] | None:
     return best
 
 
+def folds_case(pattern: str) -> bool:
+    """Whether some part of ``pattern`` matches without regard to case (``(?i)``, ``(?i:...)``): its
+    literals then say nothing about the text's own."""
+    parsed = _sre.parse(pattern)
+    return bool(parsed.state.flags & re.IGNORECASE) or _folds(list(parsed))
+
+
+def _folds(items: Sequence[Any]) -> bool:
+    for op, av in items:
+        if op is _sre.SUBPATTERN and av[1] & re.IGNORECASE:
+            return True
+        if any(_folds(list(inner)) for inner in _subpatterns(av)):
+            return True
+    return False
+
+
+def _subpatterns(value: Any) -> Iterator[Any]:
+    """The parsed sub-patterns an item holds (a group's, each branch's, a repeat's body ...)."""
+    if isinstance(value, _sre.SubPattern):
+        yield value
+    elif isinstance(value, (list, tuple)):
+        for inner in value:
+            yield from _subpatterns(inner)
+
+
 def leading_literals(pattern: str) -> frozenset[str] | None:
     """Strings one of which every match of ``pattern`` starts with, or None when some match may
     start otherwise (a class, a repeat): for keeping lines that start with a head out of a run."""
@@ -106,6 +134,66 @@ def first_chars(pattern: str) -> str | None:
     if found is None or found[1]:
         return None
     return "".join(sorted(found[0]))
+
+
+def start_chars(pattern: str, most: int = 256) -> frozenset[str] | None:
+    """Every character a match of ``pattern`` can start with, one by one, or None when that is not
+    known or is more than ``most`` characters (a category such as ``\\w``, and what
+    ``first_chars`` does not know): for sorting heads by the first character of a line."""
+    body = first_chars(pattern)
+    if body is None:
+        return None
+    chars: set[str] = set()
+    [(op, av)] = list(_sre.parse(f"[{body}]"))  # a class of one character is parsed as that character
+    for kind, value in av if op is _sre.IN else [(op, av)]:
+        if kind is _sre.LITERAL:
+            chars.add(chr(value))
+        elif kind is _sre.RANGE and value[1] - value[0] < most:
+            chars.update(map(chr, range(value[0], value[1] + 1)))
+        else:
+            return None  # a category, a negation (not made by first_chars), a range too wide
+    return frozenset(chars) if len(chars) <= most else None
+
+
+def alternatives(pattern: str) -> list[str]:
+    """The top-level alternatives of ``pattern`` (through a group ``(?:...)`` around all of it), in
+    order: ``A|(?:B|C)`` is ``["A", "B", "C"]``. Their alternation, in this order, matches what the
+    pattern matches, and each may start with fewer characters than the whole."""
+    bars, closes_at_end = _top_level(pattern)
+    if not bars and pattern.startswith("(?:") and closes_at_end:
+        return alternatives(pattern[3:-1])
+    if not bars:
+        return [pattern]
+    edges = [-1, *bars, len(pattern)]
+    return [inner for a, b in itertools.pairwise(edges) for inner in alternatives(pattern[a + 1 : b])]
+
+
+def _top_level(pattern: str) -> tuple[list[int], bool]:
+    """(where ``|`` separates top-level alternatives, whether the group opened first closes at the
+    very end), reading escapes and character classes (``[)|]`` holds no group and no bar)."""
+    bars: list[int] = []
+    depth, i, class_start, first_closed = 0, 0, -1, -1
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\":
+            i += 2
+            continue
+        if class_start >= 0:
+            # a ']' right after '[' or '[^' is a member, not the end
+            if char == "]" and i > class_start + 1 and pattern[class_start + 1 : i] != "^":
+                class_start = -1
+        elif char == "[":
+            class_start = i
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth == 0 and first_closed < 0:
+                first_closed = i
+        elif char == "|" and depth == 0:
+            bars.append(i)
+        i += 1
+    return bars, first_closed == len(pattern) - 1
 
 
 _CATEGORIES = {
@@ -196,11 +284,34 @@ class LiteralFinder:
 
 
 def _hyperscan_database(encoded: list[bytes]) -> Any:
-    """A Hyperscan block database of the literals, or None when Hyperscan is not installed."""
+    """A Hyperscan block database of the literals, or None when Hyperscan is not installed. Kept on
+    disk (derived.py, serialized by Hyperscan) by the literals, Hyperscan's version and the machine:
+    compiling it costs ~0.15 s, loading it well under a millisecond."""
     try:
         import hyperscan
     except ImportError:
         return None
+    import platform
+
+    from logphase.pipeline.derived import cached, digest
+
+    key = digest([str(getattr(hyperscan, "__version__", "")), platform.machine(), *encoded])
+
+    def build() -> str:
+        return base64.b64encode(hyperscan.dumpb(_compiled_database(hyperscan, encoded))).decode("ascii")
+
+    def load(data: object) -> Any:
+        try:
+            db = hyperscan.loadb(base64.b64decode(str(data), validate=True), hyperscan.HS_MODE_BLOCK)
+            db.scratch = hyperscan.Scratch(db)
+        except (hyperscan.error, binascii.Error) as exc:
+            raise ValueError(f"a kept Hyperscan database that does not load: {exc}") from exc
+        return db
+
+    return cached("prefilter-hyperscan", key, build, load)
+
+
+def _compiled_database(hyperscan: Any, encoded: list[bytes]) -> Any:
     db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
     db.compile(
         expressions=[re.escape(s) for s in encoded],
@@ -224,8 +335,11 @@ def hyperscan_wanted() -> bool:
 __all__ = [
     "PREFILTER_ENV",
     "LiteralFinder",
+    "alternatives",
     "first_chars",
+    "folds_case",
     "hyperscan_wanted",
     "leading_literals",
     "literal_factors",
+    "start_chars",
 ]

@@ -8,11 +8,11 @@ import re
 from functools import cache
 from typing import NamedTuple
 
-from lark.grammar import Terminal
-
 from logphase.pipeline.causes import SIGNATURES, Cause, Signature, SignatureRole
-from logphase.pipeline.grammars import parser, terminal_pattern
+from logphase.pipeline.derived import cached, digest
+from logphase.pipeline.grammars import rules, terminal_pattern
 from logphase.pipeline.phases import Phase
+from logphase.pipeline.prefilter import folds_case, literal_factors
 from logphase.servers import PACKS
 
 # a wrapper quoting a wrapper quoting ... (Ray around the graph wrapper around an OOM)
@@ -33,22 +33,58 @@ class Reading(NamedTuple):
 ERROR_GRAMMARS = tuple(g for pack in PACKS for g in pack.error_grammars)
 
 
+class _Row:
+    """A row of the table with its pattern, compiled on its first search (a start that reads one
+    warning compiled all 54, ~20 ms); ``needs``: literals one of which every match holds (None: not
+    known), looked for first with ``in``, so that a text without them compiles and searches nothing."""
+
+    __slots__ = ("_pattern", "needs", "signature", "text")
+
+    def __init__(self, signature: Signature, text: str, needs: frozenset[str] | None) -> None:
+        self.signature = signature
+        self.text = text
+        self.needs = needs
+        self._pattern: re.Pattern[str] | None = None
+
+    def search(self, text: str) -> re.Match[str] | None:
+        if self.needs is not None and not any(literal in text for literal in self.needs):
+            return None
+        if self._pattern is None:
+            self._pattern = re.compile(self.text)
+        return self._pattern.search(text)
+
+
 @cache
-def _compiled() -> tuple[tuple[Signature, re.Pattern[str]], ...]:
+def _compiled() -> tuple[_Row, ...]:
     alternatives: dict[str, list[str]] = {}
     for source in ERROR_GRAMMARS:
-        for rule in parser(source).rules:
-            name = str(rule.origin.name)
+        for name, expansion in rules(source):
             if name == "start":
                 continue
-            parts = [f"(?:{terminal_pattern(source, str(s.name))})" for s in rule.expansion if isinstance(s, Terminal)]
+            parts = [f"(?:{terminal_pattern(source, s.name)})" for s in expansion if s.terminal]
             alternatives.setdefault(name, []).append("".join(parts))
-    return tuple((s, re.compile("|".join(alternatives[s.rule]))) for s in SIGNATURES)
+    texts = ["|".join(alternatives[s.rule]) for s in SIGNATURES]
+    return tuple(_Row(s, text, needs) for s, text, needs in zip(SIGNATURES, texts, _needed_literals(texts), strict=True))
+
+
+def _needed_literals(texts: list[str]) -> list[frozenset[str] | None]:
+    """``prefilter.literal_factors`` of each pattern (None for one that folds case: its literals may
+    be written otherwise), kept on disk (derived.py) by the patterns' text: reading them parses each."""
+
+    def build() -> list[list[str] | None]:
+        return [None if folds_case(t) or (found := literal_factors(t)) is None else sorted(found) for t in texts]
+
+    def load(data: object) -> list[frozenset[str] | None]:
+        if not isinstance(data, list) or len(data) != len(texts):
+            raise ValueError("needed literals: not one entry a pattern")
+        return [None if found is None else frozenset(str(s) for s in found) for found in data]
+
+    return cached("signature-literals", digest(texts), build, load)
 
 
 def rules_in_grammar() -> set[str]:
     """The signature rules the error grammars define (for the table's tests)."""
-    return {str(r.origin.name) for g in ERROR_GRAMMARS for r in parser(g).rules if r.origin.name != "start"}
+    return {origin for g in ERROR_GRAMMARS for origin, _ in rules(g) if origin != "start"}
 
 
 def read_error(text: str) -> Reading:
@@ -75,8 +111,8 @@ def deciding_row(text: str) -> Signature | None:
 
 
 def _first_row(text: str) -> tuple[Signature, int] | None:
-    for signature, pattern in _compiled():
-        m = pattern.search(text)
+    for row in _compiled():
+        m = row.search(text)
         if m is not None:
-            return signature, m.end()
+            return row.signature, m.end()
     return None

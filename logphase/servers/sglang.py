@@ -9,6 +9,7 @@ import json
 
 from logphase.pipeline import builders as b
 from logphase.pipeline import events as ev
+from logphase.pipeline.derived import cached, digest
 from logphase.pipeline.grammars import grammar_dir
 from logphase.pipeline.phases import MarkerRole, Phase, Transition
 from logphase.pipeline.values import gigabytes, integer, number
@@ -606,6 +607,7 @@ _FUNCTIONS: tuple[ServerFunction, ...] = (
 # ("changes"), running through later phases ("spans", "until": Scheduler.__init__)
 _NO_EVIDENCE = frozenset({"also", "tied", "changes", "spans", "until"})
 _MinedRows = dict[tuple[str, str], set[tuple[Phase, str | None]]]
+_Functions = dict[str, dict[str, dict[str, object]]]  # functions.json's "functions": file -> function -> row
 
 
 def _spanning_classes(functions: dict[str, dict[str, dict[str, object]]]) -> set[str]:
@@ -644,16 +646,34 @@ def _mined_functions(hand: tuple[ServerFunction, ...]) -> tuple[ServerFunction, 
     hand row names is left out, and a frame of a hand row decides before any mined one
     (pipeline/functions.py). A name that two files of the same name (or two classes of one file)
     place in different phases is no evidence either (``_evidence_rows`` says what else is not)."""
-    data = json.loads((grammar_dir() / "sglang" / "functions.json").read_text(encoding="utf-8"))
-    rows: list[ServerFunction] = []
+    source = (grammar_dir() / "sglang" / "functions.json").read_bytes()
+    # kept on disk with the hash of the file and of the hand rows (the mining reads ~0.5 MB of JSON
+    # and thousands of rows: a tenth of a second a start)
+    key = digest([source, repr(hand)])
+    return cached("sglang-mined-functions", key, lambda: _mine_rows(json.loads(source), hand), _mined_rows)
+
+
+def _mine_rows(data: dict[str, _Functions], hand: tuple[ServerFunction, ...]) -> list[list[str | None]]:
+    """The rows ``_mined_functions`` keeps, as JSON: [name, phase, file, class]."""
+    rows: list[list[str | None]] = []
     for (name, file), found in sorted(_evidence_rows(data["functions"], hand).items()):
         phases = {phase for phase, _ in found}
         classes = sorted({cls for _, cls in found if cls is not None})
         constructor = name == "__init__"
         if len(phases) != 1 or (constructor and (len(classes) != 1 or any(cls is None for _, cls in found))):
             continue
-        rows.append(ServerFunction(name, phases.pop(), file, classes[0] if constructor else None, mined=True))
-    return tuple(rows)
+        rows.append([name, phases.pop().value, file, classes[0] if constructor else None])
+    return rows
+
+
+def _mined_rows(data: object) -> tuple[ServerFunction, ...]:
+    if not isinstance(data, list):
+        raise TypeError("mined functions: not a list")
+    phases = {phase.value: phase for phase in Phase}
+    rows = tuple(ServerFunction(name, phases[phase], file, cls, False, True) for name, phase, file, cls in data)
+    if not all(isinstance(f.name, str) and isinstance(f.file, str) for f in rows):
+        raise TypeError("mined functions: a name that is not text")
+    return rows
 
 
 PACK = Pack(

@@ -1,0 +1,324 @@
+"""What a start reads back instead of computing (pipeline/derived.py): the grammars' terminals and
+rules, the dispatch heads split by their first character, the mined frame table. Kept data is
+equal to what is computed, a corrupt or stale file is computed again, and a folder that cannot be
+written is no error."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from logphase.pipeline import classify, derived, grammars
+from logphase.pipeline.grammars import GRAMMAR_SOURCES, examples
+from logphase.pipeline.prefilter import alternatives, start_chars
+from logphase.servers import sglang
+from tests.conftest import ROOT, fixture_logs
+
+
+@pytest.fixture
+def cache_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A kept-data folder of this test alone (the module's choice of folder is read anew)."""
+    folder = tmp_path / "cache"
+    monkeypatch.setenv(derived.CACHE_ENV, str(folder))
+    derived.cache_dir.cache_clear()
+    yield folder
+    derived.cache_dir.cache_clear()
+
+
+def _counting_build(calls: list[int], value: object) -> object:
+    calls.append(1)
+    return value
+
+
+def test_kept_data_is_read_back_without_computing_it(cache_folder: Path) -> None:
+    calls: list[int] = []
+    first = derived.cached("item", "k1", lambda: _counting_build(calls, {"a": [1, 2]}), dict)
+    second = derived.cached("item", "k1", lambda: _counting_build(calls, {"a": [9]}), dict)
+    assert first == second == {"a": [1, 2]}
+    assert calls == [1]
+    assert [p.name for p in cache_folder.iterdir()] == ["item-k1.json"]
+
+
+def test_a_corrupt_file_is_computed_again_and_rewritten(cache_folder: Path) -> None:
+    derived.cached("item", "k1", lambda: [1, 2, 3], list)
+    (cache_folder / "item-k1.json").write_text('[1, 2, "tru', encoding="utf-8")
+    assert derived.cached("item", "k1", lambda: [1, 2, 3], list) == [1, 2, 3]
+    assert json.loads((cache_folder / "item-k1.json").read_text(encoding="utf-8")) == [1, 2, 3]
+
+
+def test_a_file_of_the_wrong_shape_is_computed_again(cache_folder: Path) -> None:
+    def load(data: object) -> list[int]:
+        if not isinstance(data, list):
+            raise TypeError("not a list")
+        return [int(x) for x in data]
+
+    cache_folder.mkdir()
+    (cache_folder / "item-k1.json").write_text('{"a": 1}', encoding="utf-8")
+    assert derived.cached("item", "k1", lambda: [4], load) == [4]
+
+
+def test_a_changed_input_names_another_file_and_the_old_one_goes(cache_folder: Path) -> None:
+    old_key, new_key = derived.digest(["grammar v1"]), derived.digest(["grammar v2"])
+    assert old_key != new_key and len(old_key) == len(new_key)
+    assert derived.cached("item", old_key, lambda: "old", str) == "old"
+    assert derived.cached("item", new_key, lambda: "new", str) == "new"
+    assert sorted(p.name for p in cache_folder.iterdir()) == [f"item-{new_key}.json"]
+
+
+def test_digest_tells_parts_apart() -> None:
+    assert derived.digest(["ab", "c"]) != derived.digest(["a", "bc"])
+    assert derived.digest([b"x"]) == derived.digest(["x"])
+
+
+def test_a_folder_that_cannot_be_made_is_no_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder", encoding="utf-8")
+    monkeypatch.setenv(derived.CACHE_ENV, str(blocker / "cache"))
+    derived.cache_dir.cache_clear()
+    try:
+        assert derived.cache_dir() is None
+        calls: list[int] = []
+        for _ in range(2):
+            assert derived.cached("item", "k", lambda: _counting_build(calls, [7]), list) == [7]
+        assert calls == [1, 1]  # computed each time, kept nowhere
+    finally:
+        derived.cache_dir.cache_clear()
+
+
+def test_the_default_folder_is_the_users_cache_then_a_private_temporary_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(derived.CACHE_ENV, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    derived.cache_dir.cache_clear()
+    try:
+        assert derived.cache_dir() == tmp_path / "xdg" / "logphase"
+        # a cache home that cannot be written (a read-only home): the temporary folder
+        blocker = tmp_path / "blocked"
+        blocker.write_text("", encoding="utf-8")
+        monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
+        derived.cache_dir.cache_clear()
+        found = derived.cache_dir()
+        assert found is not None and found.parent == tmp_path / "tmp"
+        assert found.stat().st_mode & 0o077 == 0
+    finally:
+        derived.cache_dir.cache_clear()
+
+
+def test_a_parse_with_no_writable_folder_reports_the_same(tmp_path: Path) -> None:
+    log = ROOT / "fixtures" / "logs" / "c10d_watchdog_abort.log"
+    blocker = tmp_path / "a-file"
+    blocker.write_text("", encoding="utf-8")
+    outputs = []
+    for folder in (tmp_path / "cache", tmp_path / "cache", blocker / "cache"):  # cold, warm, none
+        env = {"PATH": "/usr/bin:/bin", derived.CACHE_ENV: str(folder), "HOME": str(tmp_path)}
+        done = subprocess.run(
+            [sys.executable, "-m", "logphase", "parse", str(log), "--json"], cwd=ROOT, env=env, capture_output=True, check=False
+        )
+        assert done.stderr == b""
+        outputs.append(done.stdout)
+    assert outputs[0] == outputs[1] == outputs[2] != b""
+
+
+# -- what is kept equals what is computed -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("source", GRAMMAR_SOURCES)
+def test_grammar_facts_are_what_the_parser_says(source: str) -> None:
+    parser = grammars.parser(source)
+    facts = grammars.facts(source)
+    assert facts == grammars._facts_from_data(json.loads(json.dumps(grammars._facts_of_parser(source))))
+    for terminal in parser.terminals:
+        assert facts.patterns[terminal.name] == terminal.pattern.to_regexp()
+    assert [origin for origin, _ in facts.rules] == [r.origin.name for r in parser.rules]
+    assert [[s.name for s in expansion] for _, expansion in facts.rules] == [
+        [s.name for s in r.expansion] for r in parser.rules
+    ]
+
+
+def test_a_corrupt_grammar_file_is_read_again_from_the_grammar(cache_folder: Path) -> None:
+    expected = grammars._facts_from_data(grammars._facts_of_parser("tqdm"))
+    grammars.facts.cache_clear()
+    try:
+        assert grammars.facts("tqdm") == expected
+        [kept] = cache_folder.glob("grammar-tqdm-*.json")
+        kept.write_text('{"patterns": {"BAR_METER": 1}, "literals": {}, "rules": []}', encoding="utf-8")
+        grammars.facts.cache_clear()
+        assert grammars.facts("tqdm") == expected
+    finally:
+        grammars.facts.cache_clear()
+
+
+def test_a_warm_start_builds_no_parser_for_the_dispatch() -> None:
+    """Once kept, the heads, the envelope and the cause table need no Lark parser: one is built when
+    a line needs a parse."""
+    code = (
+        "from logphase.pipeline import classify, envelope, grammars, signatures\n"
+        "classify._start_heads().match('Load weight begin.'); envelope._compiled(); signatures.read_error('CUDA out of memory')\n"
+        "print(grammars.parser.cache_info().currsize)\n"
+    )
+    for expected in (None, "0"):  # the first run may keep what is not kept yet
+        done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+        if expected is not None:
+            assert done.stdout.strip() == expected
+
+
+def test_the_mined_frame_table_is_kept_as_computed(cache_folder: Path) -> None:
+    computed = sglang._mined_functions(sglang._FUNCTIONS)
+    assert list(cache_folder.glob("sglang-mined-functions-*.json"))
+    assert sglang._mined_functions(sglang._FUNCTIONS) == computed
+    assert computed == sglang.PACK.functions[len(sglang._FUNCTIONS) :]
+    assert all(f.mined for f in computed) and len(computed) > 1000
+
+
+# -- the dispatch heads by first character -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("pattern", "expected"),
+    [
+        ("abc", ["abc"]),
+        ("A|(?:B|C)", ["A", "B", "C"]),
+        ("(?:B|C)D", ["(?:B|C)D"]),
+        (r"[|(]x|\|y", ["[|(]x", r"\|y"]),
+        (r"[]|]a|[^]|]b", ["[]|]a", "[^]|]b"]),
+        ("(?i:a|b)", ["(?i:a|b)"]),
+        ("(?:a|b)+", ["(?:a|b)+"]),
+        ("(?=a|b)c|d", ["(?=a|b)c", "d"]),
+    ],
+)
+def test_alternatives(pattern: str, expected: list[str]) -> None:
+    assert alternatives(pattern) == expected
+
+
+@pytest.mark.parametrize(
+    ("pattern", "expected"),
+    [
+        ("abc", {"a"}),
+        (r"[IWEF]\d", set("IWEF")),
+        ("a?b", {"a", "b"}),
+        ("[a-c]x", set("abc")),
+        (r"\w+", None),
+        ("(?i:ab)", None),
+        ("x|", None),
+        (".", None),
+        ("[^a]", None),
+    ],
+)
+def test_start_chars(pattern: str, expected: set[str] | None) -> None:
+    found = start_chars(pattern)
+    assert (None if found is None else set(found)) == expected
+
+
+def _messages() -> list[str]:
+    """Example lines of every grammar, and the messages of the fixtures' lines (as the engine cuts them)."""
+    from logphase.pipeline.envelope import split_envelope
+
+    texts = [line for source in GRAMMAR_SOURCES for lines in examples(source).values() for line in lines]
+    for log in fixture_logs():
+        for line in log.read_text(encoding="utf-8", errors="replace").splitlines()[:400]:
+            texts.append(split_envelope(line).message)
+    return [t for t in texts if t] + ["", "%", "é", "\x00abc", " Load weight begin."]
+
+
+def test_the_heads_by_first_character_find_what_all_heads_find() -> None:
+    """The alternation of the heads a text's first character allows gives the grammar the
+    alternation of every head gives (the dispatch as it was built before), and so does each grammar's."""
+    grammars_in_order = [g for g in classify.DISPATCHED if g not in classify.PROBES]
+    whole = re.compile("|".join(f"(?P<{g}>{'|'.join(f'(?:{h})' for h in classify._heads(g))})" for g in grammars_in_order))
+    each = {g: re.compile("|".join(f"(?:{h})" for h in classify._heads(g))) for g in grammars_in_order}
+    texts = _messages()
+    assert len(texts) > 1000
+    for text in texts:
+        expected = whole.match(text)
+        found = classify._start_heads().match(text)
+        assert (found and found.lastgroup) == (expected and expected.lastgroup), text
+        for g, pattern in each.items():
+            assert classify.per_grammar_match(g, text) == (pattern.match(text) is not None), (g, text)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("hyperscan") is None, reason="hyperscan not installed (pip install 'logphase[fast]')")
+def test_a_kept_hyperscan_database_finds_what_a_compiled_one_finds(cache_folder: Path) -> None:
+    import hyperscan
+
+    from logphase.pipeline import prefilter
+
+    literals = [b"Load weight begin.", b"Traceback (most recent call last):", b" is reset to "]
+    data = (ROOT / "fixtures" / "logs" / "c10d_watchdog_abort.log").read_bytes() + b"\nx Load weight begin.\n"
+
+    def hits(db: object) -> list[int]:
+        found: list[int] = []
+        db.scan(data, match_event_handler=lambda _i, _f, to, _fl, _c: found.append(to))  # type: ignore[attr-defined]
+        return sorted(found)
+
+    expected = hits(prefilter._compiled_database(hyperscan, literals))
+    assert expected
+    assert hits(prefilter._hyperscan_database(literals)) == expected  # computed and kept
+    assert hits(prefilter._hyperscan_database(literals)) == expected  # read back
+    [kept] = cache_folder.glob("prefilter-hyperscan-*.json")
+    kept.write_text(json.dumps("AAAA" * 40), encoding="utf-8")  # base64 of no database
+    assert hits(prefilter._hyperscan_database(literals)) == expected
+    assert json.loads(kept.read_text(encoding="utf-8")) != "AAAA" * 40
+
+
+def test_the_bulk_literals_are_kept_as_computed(cache_folder: Path) -> None:
+    from logphase.pipeline import bulk
+
+    for cached_function in (bulk.head_leads, bulk.event_literals):
+        cached_function.cache_clear()
+    try:
+        assert bulk.head_leads() == bulk._head_leads(bulk.all_heads())
+        assert bulk.event_literals() == bulk._event_literals()
+        bulk.head_leads.cache_clear()
+        bulk.event_literals.cache_clear()
+        assert bulk.head_leads() == bulk._head_leads(bulk.all_heads())  # read back
+        assert bulk.event_literals() == bulk._event_literals()
+    finally:
+        bulk.head_leads.cache_clear()
+        bulk.event_literals.cache_clear()
+
+
+def test_the_cause_table_reads_what_its_whole_patterns_read() -> None:
+    """A row is searched only in a text holding one of its literals: the rows that decide are the
+    ones their patterns, searched whole, give (on every example line of every grammar, the
+    fixtures' lines, and texts that fold case)."""
+    from logphase.pipeline import signatures
+
+    rows = signatures._compiled()
+    assert sum(row.needs is not None for row in rows) > len(rows) // 2
+    whole = [(row.signature, re.compile(row.text)) for row in rows]
+    texts = [*_messages(), "torch.OutOfMemoryError: cuda OUT OF MEMORY", "CAPTURE CUDA GRAPH FAILED: x"]
+    for text in texts:
+        expected = next(((s, m.end()) for s, p in whole if (m := p.search(text)) is not None), None)
+        assert signatures._first_row(text) == expected, text
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid"), reason="no owners of files to check (not POSIX)")
+def test_a_shared_temporary_folder_is_used_only_when_it_is_ours_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(derived.CACHE_ENV, raising=False)
+    blocker = tmp_path / "blocked"
+    blocker.write_text("", encoding="utf-8")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))  # the cache home cannot be made
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    [(_, shared)] = [c for c in derived._candidate_dirs() if c[0].parent == tmp_path]
+    assert shared
+    folder = tmp_path / f"logphase-cache-{derived._user_id()}"
+    folder.mkdir(mode=0o777)
+    folder.chmod(0o777)  # another user could have made it, and write into it
+    derived.cache_dir.cache_clear()
+    try:
+        assert derived.cache_dir() is None
+    finally:
+        derived.cache_dir.cache_clear()
