@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from logphase.pipeline.causes import ECHO_PREFERENCE
+from logphase.pipeline.detect import run_server
 from logphase.pipeline.diagnosis import Severity, minimum_mem_fraction, named_rank
 from logphase.pipeline.events import ProgressBar
 from logphase.pipeline.facts import SCHEDULER_KEYS
@@ -74,7 +75,7 @@ def build_report(
     phases = _phases(run, failure, failed_at)
     return Report(
         source=source,
-        server=run.server or machine.server or ("sglang" if run.seen_sglang else None),
+        server=run_server(run.server, machine.server, run.seen_sglang),
         version=run.version,
         outcome=outcome,
         phase=phase,

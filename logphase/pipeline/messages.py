@@ -25,7 +25,6 @@ from logphase.servers.pack import HTTP_UP, LAUNCH_NOTE, ByLine, Message
 __all__ = [
     "MESSAGES",
     "SCHEDULER_RULES",
-    "SERVER_OF_RULE",
     "Message",
     "bar_evidence",
     "evidence_in",
@@ -47,9 +46,6 @@ def _combined() -> dict[str, Message]:
 
 MESSAGES: dict[str, Message] = _combined()
 SCHEDULER_RULES = frozenset(rule for rule, m in MESSAGES.items() if m.scheduler) | {SCHEDULER_NOTE}
-# the server a run is, by the start lines only that server prints (never by a stray line of it:
-# SGLang's log holds some of vLLM's lines)
-SERVER_OF_RULE: dict[str, str] = {rule: pack.name for pack in PACKS for rule in (*pack.start_rules, *pack.own_rules)}
 _MEANINGS: dict[str, dict[str, Transition]] = {pack.name: dict(pack.meanings) for pack in PACKS if pack.meanings}
 
 # -- evidence that depends on the line --------------------------------------------------------------
