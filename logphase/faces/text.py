@@ -108,6 +108,18 @@ def _ranks(report: Report, color: bool, nodes: Mapping[str, str] | None) -> list
     return [f"  ranks {shown}"]
 
 
+# where the year of stamps that print none came from, as the note under the title says it
+_YEAR_FROM = {"wrapper": "the wrapper's stamps", "file_time": "the file's time", "current_year": "today's date"}
+
+
+def _year(report: Report, color: bool, nodes: Mapping[str, str] | None) -> list[str]:
+    """'  year 2026 from the file's time (the stamps print none)': said whenever it was inferred."""
+    inferred = report.year_inferred
+    if inferred is None:
+        return []
+    return [_paint(f"  year {inferred.year} from {_YEAR_FROM[inferred.source]} (the stamps print none)", "dim", color)]
+
+
 def _phases(report: Report, color: bool, nodes: Mapping[str, str] | None) -> list[str]:
     """The phase table: one row per phase, each followed by the time after it that no phase accounts for."""
     if not report.phases:
@@ -182,6 +194,7 @@ _SECTIONS: tuple[Callable[[Report, bool, Mapping[str, str] | None], list[str]], 
     _title,
     _model,
     _ranks,
+    _year,
     _phases,
     _failure,
     _warnings,

@@ -564,10 +564,12 @@ def parse_stream(
     since: str | None = None,
     head: bytes = b"",
     year: YearHint | None = None,
+    server: Server | None = None,
 ) -> Report:
     """The report on a log read through ``read`` (``head`` already read from it), in blocks with
-    constant memory: its last run. ``year``: where year-less stamps take their year (``Engine``)."""
-    engine = Engine(source=source, since=since, collect_events=False, year=year)
+    constant memory: its last run. ``year``: where year-less stamps take their year, ``server``: the
+    server every run is (--server) (``Engine``)."""
+    engine = Engine(source=source, since=since, collect_events=False, year=year, server=server)
     return read_all(engine, read, head).report(expect)
 
 

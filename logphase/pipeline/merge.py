@@ -179,12 +179,19 @@ def merge(reports: Sequence[Report], routers: Iterable[int] = ()) -> MergedRepor
         if key is None:
             unsaid.append((i, role))
             continue
+        # each log's server is its own (detect.py's): logs of two servers are never nodes of one
+        key = (report.server, *key)
         groups.setdefault(key, []).append(i)
         roles[key] = role
     for i, role in unsaid:
         # --merge means one deployment: a log that does not say which server it belongs to is a
-        # node of the first multi-node server of its role, else of the role's one server
-        key = next((k for k, r in roles.items() if r == role and k[0] != "alone"), (role, "nodes"))
+        # node of the first multi-node server of its role (and of its server, when it says one),
+        # else of the role's one server
+        server = reports[i].server
+        key = next(
+            (k for k, r in roles.items() if r == role and k[1] != "alone" and server in (None, k[0])),
+            (server, role, "nodes"),
+        )
         groups.setdefault(key, []).append(i)
         roles[key] = role
     order = {key: min(members) for key, members in groups.items()}
@@ -287,6 +294,7 @@ def _combined(
         config_line=leader.config_line,
         memory=_memory(members, qualified),
         lines=_lines(members),
+        year_inferred=next((r.year_inferred for r in members if r.year_inferred is not None), None),
     )
 
 
