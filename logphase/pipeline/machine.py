@@ -17,9 +17,9 @@ from logphase.pipeline.detect import STAMPED_SERVER, Start, server_of_rule
 from logphase.pipeline.diagnosis import Severity, assess
 from logphase.pipeline.envelope import valid_plain_stamp
 from logphase.pipeline.facts import note_facts
-from logphase.pipeline.messages import SCHEDULER_RULES, evidence_in, stream_of
+from logphase.pipeline.messages import SCHEDULER_RULES, evidence_in, step_of, stream_of
 from logphase.pipeline.phases import MarkerRole, Phase, Transition
-from logphase.pipeline.runs import Incident, Run, Span, Track, seconds_between
+from logphase.pipeline.runs import Incident, Run, Span, StepSeen, Track, seconds_between
 from logphase.servers.names import Server
 
 # A timestamp this far behind the latest one seen means another run's lines, not interleaving.
@@ -182,9 +182,18 @@ class PhaseMachine:
         if event.kind == "server_args":
             self._launch_at(run, event)
         note_facts(run, event, self._default_rank(event) or "main")
+        self._note_step(run, event)
         if isinstance(event, ev.Shutdown) and run.shutdown_line is None:
             run.shutdown_line = event.line
         self._assess(run, event)
+
+    @staticmethod
+    def _note_step(run: Run, event: ev.EventBase) -> None:
+        """A duration the server measured and printed (a row's step): kept for the report's sub-steps."""
+        step = step_of(event)
+        seconds = getattr(event, "elapsed_s", None)
+        if step is not None and isinstance(seconds, float):
+            run.steps.append(StepSeen(step, event.rank, seconds, event.line))
 
     def _node_part_ready(self, run: Run, event: ev.EventBase, transition: Transition) -> None:
         """This node's part of a multi-node server is up: its ready is its last rank's end."""

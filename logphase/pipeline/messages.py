@@ -20,7 +20,7 @@ from logphase.pipeline.grammars import terminal_pattern
 from logphase.pipeline.notes import SCHEDULER_NOTE, note_evidence
 from logphase.pipeline.phases import MarkerRole, Phase, Transition
 from logphase.servers import PACKS
-from logphase.servers.pack import HTTP_UP, LAUNCH_NOTE, ByLine, Message
+from logphase.servers.pack import HTTP_UP, LAUNCH_NOTE, ByLine, Message, Step
 
 __all__ = [
     "MESSAGES",
@@ -29,6 +29,7 @@ __all__ = [
     "bar_evidence",
     "evidence_in",
     "evidence_of",
+    "step_of",
     "stream_of",
     "transitions",
 ]
@@ -104,6 +105,12 @@ CHOOSERS: dict[str, Callable[[ev.EventBase], Transition | None]] = {
     "batch": batch_evidence,
     "warning": warning_evidence,
 }
+
+
+def step_of(event: ev.EventBase) -> Step | None:
+    """The step whose duration the event's line prints (its ``elapsed_s``), when its row says one."""
+    message = MESSAGES.get(event.rule or event.kind)
+    return None if message is None else message.step
 
 
 def stream_of(event: ev.EventBase) -> str | None:
