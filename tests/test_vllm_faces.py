@@ -213,3 +213,12 @@ def test_the_bulk_path_and_the_long_way_name_the_same_server() -> None:
         slow.feed(data)
         slow.finish()
         assert bulk.report().server == slow.report().server == (forced or "sglang")
+
+
+def test_the_library_takes_server() -> None:
+    from logphase import parse_bytes, parse_text
+
+    assert parse_file(SGLANG_READY, server="vllm").server == "vllm"
+    assert parse_bytes(SGLANG_READY.read_bytes(), server="vllm").server == "vllm"
+    assert parse_text(SGLANG_READY.read_text(), server="vllm").server == "vllm"
+    assert parse_file(SGLANG_READY).server == "sglang"
