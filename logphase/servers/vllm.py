@@ -77,6 +77,14 @@ _MESSAGES: dict[str, Message] = {
     "processes_started": _row(_NOTE, LAUNCH_NOTE),
     "port_retry": _row(_NOTE),
     "ray_placement_wait": _row(_NOTE, LAUNCH_NOTE),
+    # the configuration checked, the front end and the executor starting (a line's start only: the
+    # texts are generic words)
+    "resolved_architecture": _row(_NOTE, LAUNCH_NOTE, anywhere=False),
+    "model_tasks": _row(_NOTE, LAUNCH_NOTE, anywhere=False),
+    "chunked_prefill": _row(_NOTE, LAUNCH_NOTE, anywhere=False),
+    "distributed_backend": _row(_NOTE, LAUNCH_NOTE, anywhere=False),
+    "ipc_frontend": _row(_NOTE, LAUNCH_NOTE, anywhere=False),
+    "torch_threads": _row(_NOTE, LAUNCH_NOTE, anywhere=False),
     # -- distributed init: the worker's device, torch.distributed, NCCL --------------------------
     "world_info": _row(_NOTE, t(D, EVIDENCE)),
     "rank_assigned": _row(_NOTE, t(D, EVIDENCE)),
