@@ -15,7 +15,8 @@ For every release of the catalogue (``grammars/sglang/catalogue``, mined by ``mi
   frame table* when ``grammars/sglang/functions.json`` has them.
 
     python scripts/knowledge.py            # prints the table
-    python scripts/knowledge.py --update   # rewrites grammars/sglang/notes.json (sglang_notes.py), then
+    python scripts/knowledge.py --update   # rewrites grammars/sglang/notes.json (sglang_notes.py) and
+                                           # grammars/vllm/notes.json (vllm_notes.py), then
                                            # docs/knowledge.md and the ratchet figures
     python scripts/knowledge.py --gaps FILE  # the uncovered start-up messages, grouped, per era
 
@@ -729,6 +730,11 @@ command; the ratchet is `grammars/vllm/catalogue/coverage.json` (`tests/test_kno
   (engine, engine core, executors, workers, platforms, helpers). An `error` line counts when it is
   read as a failure. Or `noise.json` lists it with the reason it says nothing about the phase.
   **recognised at all**: it gives an event, in any phase or none.
+- **the notes** (`grammars/vllm/notes.json`, written by `scripts/vllm_notes.py`, which `--update`
+  runs): the start-up messages of the areas of one phase that no grammar rule reads, as SGLang's
+  notes (the literal pieces of the first line, the area's phase), read the same way: weak evidence
+  of their phase until ready. Not for the areas of several phases, bars, too little literal text,
+  noise, or a text printed while serving too.
 - **raises mapped to a cause**: every `raise` in those files (no call graph to keep the start-up
   path's only), rendered as the traceback it ends with, for which the report names a cause more
   specific than `python_exception`.
@@ -770,6 +776,9 @@ def main(argv: list[str] | None = None) -> int:
         write()
         noise.cache_clear()
         skipped_notes.cache_clear()
+        from vllm_notes import write as write_vllm_notes  # vLLM's notes (grammars/vllm/notes.json) too
+
+        write_vllm_notes()
     releases = [measure(v) for v in versions()]
     vllm_releases = [vllm_measure(v) for v in vllm_versions()]
     if args.update:

@@ -103,3 +103,23 @@ def test_every_noise_entry_has_a_reason_and_matches_something() -> None:
     for entry in data["messages"]:
         assert len(entry["reason"].strip()) > 10, entry
         assert any(m["template"].startswith(entry["template"]) for m in everything), f"stale noise entry: {entry['template']!r}"
+
+
+# -- the notes (grammars/vllm/notes.json, scripts/vllm_notes.py) -------------------------------------
+
+
+def test_the_notes_are_what_the_generator_writes() -> None:
+    notes = _script("vllm_notes")
+    assert json.loads(notes.NOTES.read_text()) == json.loads(notes.dumps(notes.notes_data(notes.collect())))
+
+
+def test_a_note_places_a_line_no_grammar_reads_in_its_areas_phase() -> None:
+    """A configuration line of vLLM's (ModelConfig's), read through the notes: launch evidence; the
+    same text unknown to every release is not read."""
+    import logphase
+
+    note = "WARNING 01-01 10:00:00 [config.py:1] Casting torch.bfloat16 to torch.float16.\n"
+    report = logphase.parse_text("INFO 01-01 09:59:59 [api_server.py:1] vLLM API server version 0.9.2\n" + note)
+    assert report.lines.unrecognized == 0 and [p.name.value for p in report.phases] == ["launch"]
+    unknown = logphase.parse_text("WARNING 01-01 10:00:00 [config.py:1] Zorglub frobnicated the quux.\n")
+    assert unknown.lines.unrecognized == 1

@@ -416,6 +416,7 @@ PACK = Pack(
     signatures=_SIGNATURES,
     functions=_FUNCTIONS,
     hints=_HINTS,
+    notes="notes.json",  # written by scripts/vllm_notes.py from grammars/vllm/catalogue
     hint_settings={"gmu": "gpu_memory_utilization", "max_len": "max_model_len", "seqs": "max_num_seqs", "port": "port"},
     # (SGLang's dump names its model model_path: a dump with 'model' alone is vLLM's non-default args)
     config_marks=(
