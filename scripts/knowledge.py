@@ -15,9 +15,14 @@ For every release of the catalogue (``grammars/sglang/catalogue``, mined by ``mi
   frame table* when ``grammars/sglang/functions.json`` has them.
 
     python scripts/knowledge.py            # prints the table
-    python scripts/knowledge.py --update   # rewrites grammars/sglang/notes.json (sglang_notes.py), then
+    python scripts/knowledge.py --update   # rewrites grammars/sglang/notes.json (sglang_notes.py) and
+                                           # grammars/vllm/notes.json (vllm_notes.py), then
                                            # docs/knowledge.md and the ratchet figures
     python scripts/knowledge.py --gaps FILE  # the uncovered start-up messages, grouped, per era
+
+The same for vLLM's catalogue (``grammars/vllm/catalogue``, ``mine_vllm.py``; its own section
+below, ``vllm_measure``): the doc's second table, its ratchet ``grammars/vllm/catalogue/coverage.json``
+(tests/test_knowledge_coverage_vllm.py).
 
 The ratchet (``grammars/sglang/catalogue/coverage.json``) holds the figures of the last
 ``--update``; tests/test_knowledge_coverage.py fails when a release falls below them or the doc
@@ -443,8 +448,9 @@ def standing(releases: list[Release]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def doc(releases: list[Release]) -> str:
-    return DOC_HEAD + "## Coverage\n\n" + table(releases) + "\n\n" + standing(releases) + DOC_TAIL
+def doc(releases: list[Release], vllm_releases: list[Release] | None = None) -> str:
+    vllm = vllm_releases if vllm_releases is not None else [vllm_measure(v) for v in vllm_versions()]
+    return DOC_HEAD + "## Coverage\n\n" + table(releases) + "\n\n" + standing(releases) + DOC_TAIL + vllm_doc(vllm)
 
 
 def ratchet(releases: list[Release]) -> dict:
@@ -543,6 +549,217 @@ def _raise_gaps(r: Release) -> list[str]:
     return out
 
 
+# -- vLLM (issue 21) ---------------------------------------------------------------------------------
+#
+# vLLM's catalogue (grammars/vllm/catalogue, mine_vllm.py) has no start-up call graph: a message's
+# phase is its file's area (mine_vllm.START_UP_FILES) where the area is one phase, any start-up
+# phase where the area spans several (the engine, its workers and executors, platforms, helpers).
+
+VLLM_CATALOGUE = ROOT / "grammars" / "vllm" / "catalogue"
+VLLM_NOISE = ROOT / "grammars" / "vllm" / "noise.json"
+VLLM_RATCHET = VLLM_CATALOGUE / "coverage.json"
+# areas printed while serving or by the logging set-up itself: not start-up messages
+VLLM_NOT_START_UP = {"runtime", "logging"}
+# the area -> the phase its lines are printed in, for areas of one phase
+VLLM_AREA_PHASE = {
+    "launch": "launch",
+    "server_args": "launch",
+    "config": "launch",
+    "distributed": "distributed_init",
+    "weight_loading": "weight_loading",
+    "memory_pool": "memory_pool",
+    "compilation": "cuda_graph_capture",
+    "http": "warmup",
+}
+VLLM_LEVELS = {"info": "INFO", "warning": "WARNING", "error": "ERROR", "exception": "ERROR", "critical": "CRITICAL"}
+
+
+@cache
+def vllm_noise() -> dict:
+    return json.loads(VLLM_NOISE.read_text())
+
+
+def vllm_noise_reason(message: dict, area: str) -> str | None:
+    """Why a vLLM message is deliberately not recognised (grammars/vllm/noise.json), or None:
+    `rules` match the message's fields (and `area`) exactly, `messages` a template's beginning."""
+    data = vllm_noise()
+    fields = {**message, "area": area}
+    for rule in data["rules"]:
+        if all(fields.get(k) == v for k, v in rule["match"].items()):
+            return str(rule["reason"])
+    for entry in data["messages"]:
+        if message["template"].startswith(entry["template"]):
+            return str(entry["reason"])
+    return None
+
+
+def vllm_versions() -> list[str]:
+    index = json.loads((VLLM_CATALOGUE / "index.json").read_text())
+    return [e["version"] for e in index["releases"]]
+
+
+@cache
+def vllm_catalogue(version: str) -> dict:
+    return json.loads((VLLM_CATALOGUE / f"{version}.json").read_text())
+
+
+def vllm_prefix_style(version: str) -> str:
+    """`file.py:N]` up to 0.7, `[file.py:N]` from 0.8 (vllm/logger.py's _FORMAT)."""
+    major, minor = (int(x) for x in version.split(".")[:2])
+    return "bare" if (major, minor) < (0, 8) else "bracketed"
+
+
+# what a positional %s stands for, by the words around it (vLLM's templates name no placeholder)
+_VLLM_VERSION_BEFORE = ("version ", "(v", "==")
+_VLLM_NUMBER_AFTER = (" tokens", " seconds", " secs", " GiB", " GB", " MiB", " blocks", " s ", " s.", " s,", "x")
+
+
+def _vllm_percent(template: str) -> str:
+    def sub(m: re.Match[str]) -> str:
+        if m.group(0) == "%%":
+            return "%"
+        conv, before, after = m.group(2), template[max(0, m.start() - 12) : m.start()], template[m.end() : m.end() + 8]
+        if conv in "dix":
+            return "42"
+        if conv in "fge":
+            return "12" if ".0f" in m.group(0) else "12.34"  # "%.0f secs": printed as a whole number
+        if before.endswith(_VLLM_VERSION_BEFORE):
+            return "0.11.0"
+        if after.startswith(_VLLM_NUMBER_AFTER):
+            return "42"
+        return value_for(m.group(1) or "", "", after)
+
+    return _PERCENT.sub(sub, template)
+
+
+def vllm_render(message: dict) -> str | None:
+    """``render`` with vLLM's positional ``%s`` read by the words around it (a version after
+    'version ', a count before ' tokens') and ``%.0f`` as the whole number it prints."""
+    if message["format"] != "percent":
+        return render(message)
+    lines = [ln for ln in _vllm_percent(message["template"]).splitlines() if ln.strip()]
+    return lines[0] if lines else None
+
+
+def vllm_log_line(version: str, path: str, message: dict, text: str) -> str:
+    """The line in a log: vLLM's prefix of the release (level, month-day stamp, file and line), a
+    bare print, a bar."""
+    if message["level"] == "print":
+        return text
+    if message["level"] == "tqdm":
+        return f"{text}: 100%|##########| 4/4 [00:05<00:00,  1.25s/it]"
+    where = f"{path.rsplit('/', 1)[-1]}:{message['line']}"
+    where = f"[{where}]" if vllm_prefix_style(version) == "bracketed" else f"{where}]"
+    return f"{VLLM_LEVELS[message['level']]} 01-01 10:00:00 {where} {text}"
+
+
+def vllm_judge(version: str, path: str, area: str, message: dict) -> Verdict:
+    """covered: placed in its area's phase (any start-up phase for an area of several), an error
+    line read as a failure, or noise with a reason; else unrecognised, no_phase or other_phase."""
+    if vllm_noise_reason(message, area) is not None:
+        return Verdict("noise")
+    text = vllm_render(message)
+    if text is None:
+        return Verdict("unrecognised")
+    recognised, phases, cause = read_line(vllm_log_line(version, path, message, text))
+    if not recognised:
+        return Verdict("unrecognised")
+    expected = VLLM_AREA_PHASE.get(area)
+    if (expected in phases) if expected else bool(phases):
+        return Verdict("covered", phases)
+    if message["level"] in FAILING and cause is not None:
+        return Verdict("covered", phases)
+    return Verdict("other_phase" if phases else "no_phase", phases)
+
+
+def vllm_measure(version: str) -> Release:
+    """The start-up messages and raises of a vLLM release (no call graph: functions are not counted)."""
+    rel = Release(version)
+    for path, f in vllm_catalogue(version)["files"].items():
+        if f["area"] in VLLM_NOT_START_UP:
+            continue
+        for m in f["messages"]:
+            if m["level"] == "raise":
+                text = vllm_render(m) if m["format"] != "none" else None
+                cause = read_traceback(traceback_of(path, m, text))
+                mapped = cause is not None and cause not in GENERIC_CAUSES
+                rel.raises["mapped" if mapped else "unmapped"] += 1
+                if not mapped:
+                    rel.raise_misses.append({**m, "file": path, "cause": cause})
+                continue
+            if m["level"] not in PRINTED:
+                continue
+            verdict = vllm_judge(version, path, f["area"], m)
+            rel.messages[verdict.kind] += 1
+            if verdict.kind not in ("covered", "noise"):
+                rel.misses.append({**m, "file": path, "area": f["area"], "verdict": verdict.kind, "seen_phases": list(verdict.phases)})
+    return rel
+
+
+def vllm_table(releases: list[Release]) -> str:
+    rows = [
+        "| release | start-up messages covered | recognised at all | noise | raises mapped to a cause |",
+        "|---|---|---|---|---|",
+    ]
+    for r in releases:
+        f = r.figures()
+        rows.append(
+            f"| {r.version} | {f['covered']}/{f['messages']} ({_pct(f['covered'], f['messages'])}) "
+            f"| {f['recognised']}/{f['messages']} ({_pct(f['recognised'], f['messages'])}) | {f['noise']} "
+            f"| {f['raises_mapped']}/{f['raises']} ({_pct(f['raises_mapped'], f['raises'])}) |"
+        )
+    return "\n".join(rows)
+
+
+VLLM_DOC_HEAD = """
+# What logphase knows of vLLM, per release
+
+The same measure on vLLM's catalogue (`grammars/vllm/catalogue/`, `python scripts/mine_vllm.py`:
+one release per era) and its noise list (`grammars/vllm/noise.json`), written by the same
+command; the ratchet is `grammars/vllm/catalogue/coverage.json` (`tests/test_knowledge_coverage_vllm.py`).
+
+- **start-up messages**: the log calls, `print`s and `tqdm` bars at the default log level in the
+  files mine_vllm.py reads (its `START_UP_FILES`), but for the areas printed while serving
+  (`runtime`: request and throughput lines) or by the logging set-up (`logging`).
+- **covered**: the message, rendered with plausible values behind the release's prefix
+  (`INFO 01-01 10:00:00 file.py:N]` up to 0.7, `INFO 01-01 10:00:00 [file.py:N]` from 0.8) and read
+  by `logphase.parse_text`, gives an event that places the line in a phase. vLLM's catalogue has
+  no start-up call graph: the phase expected is the file's area where the area is one phase
+  (launch, server_args and config: launch; distributed: distributed_init; weight_loading;
+  memory_pool; compilation: cuda_graph_capture; http: warmup), any phase for the areas of several
+  (engine, engine core, executors, workers, platforms, helpers). An `error` line counts when it is
+  read as a failure. Or `noise.json` lists it with the reason it says nothing about the phase.
+  **recognised at all**: it gives an event, in any phase or none.
+- **the notes** (`grammars/vllm/notes.json`, written by `scripts/vllm_notes.py`, which `--update`
+  runs): the start-up messages of the areas of one phase that no grammar rule reads, as SGLang's
+  notes (the literal pieces of the first line, the area's phase), read the same way: weak evidence
+  of their phase until ready. Not for the areas of several phases, bars, too little literal text,
+  noise, or a text printed while serving too.
+- **raises mapped to a cause**: every `raise` in those files (no call graph to keep the start-up
+  path's only), rendered as the traceback it ends with, for which the report names a cause more
+  specific than `python_exception`.
+
+"""
+
+
+def vllm_standing(releases: list[Release]) -> str:
+    lowest = min(releases, key=lambda r: r.covered / r.total if r.total else 1.0)
+    unmapped = sum(r.raises["unmapped"] for r in releases)
+    return (
+        f"Lowest share of start-up messages covered: {lowest.version}, {_pct(lowest.covered, lowest.total)}."
+        f" Raises without a specific cause, all releases: {unmapped}"
+        " (most are argument and configuration checks, a `python_exception` with the message quoted).\n"
+    )
+
+
+def vllm_doc(releases: list[Release]) -> str:
+    return VLLM_DOC_HEAD + "## Coverage of vLLM\n\n" + vllm_table(releases) + "\n\n" + vllm_standing(releases)
+
+
+def vllm_ratchet(releases: list[Release]) -> dict:
+    return {"schema": 1, "generator": "scripts/knowledge.py", "releases": {r.version: r.figures() for r in releases}}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--update", action="store_true", help="rewrite docs/knowledge.md and the ratchet figures")
@@ -559,10 +776,15 @@ def main(argv: list[str] | None = None) -> int:
         write()
         noise.cache_clear()
         skipped_notes.cache_clear()
+        from vllm_notes import write as write_vllm_notes  # vLLM's notes (grammars/vllm/notes.json) too
+
+        write_vllm_notes()
     releases = [measure(v) for v in versions()]
+    vllm_releases = [vllm_measure(v) for v in vllm_versions()]
     if args.update:
-        DOC.write_text(doc(releases))
+        DOC.write_text(doc(releases, vllm_releases))
         RATCHET.write_text(json.dumps(ratchet(releases), indent=1, sort_keys=True) + "\n")
+        VLLM_RATCHET.write_text(json.dumps(vllm_ratchet(vllm_releases), indent=1, sort_keys=True) + "\n")
     if args.gaps:
         by_version = {r.version: r for r in releases}
         eras = args.era or [
@@ -571,6 +793,7 @@ def main(argv: list[str] | None = None) -> int:
         ]
         args.gaps.write_text(gaps([(f"{era[0]} ... {era[-1]}", [by_version[v] for v in era]) for era in eras]))
     print(table(releases))
+    print(vllm_table(vllm_releases))
     return 0
 
 

@@ -109,6 +109,22 @@ def test_failing_startup(pytester: pytest.Pytester) -> None:
     assert "Traceback" not in out
 
 
+def test_passing_vllm_startup(pytester: pytest.Pytester) -> None:
+    """The fixture on a vLLM log (issue 21): its lines without a year, its process prefixes."""
+    make_suite(pytester, (FIXTURES / "vllm_v1_clean_compile_0_11.log").read_text())
+    result = pytester.runpytest(*PLUGIN_ARGS, "-p", "no:cacheprovider", "-k", "wait_ready or body_passes")
+    result.assert_outcomes(passed=2)
+
+
+def test_failing_vllm_startup(pytester: pytest.Pytester) -> None:
+    make_suite(pytester, (FIXTURES / "vllm_kv_cache_no_room_v0_0_7.log").read_text())
+    result = pytester.runpytest(*PLUGIN_ARGS, "-p", "no:cacheprovider", "-k", "body_passes")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "server startup failed: kv_cache_insufficient_memory in memory_pool" in out
+    assert "--gpu-memory-utilization" in out  # vLLM's flag in the hint, not SGLang's
+
+
 def test_the_plugin_is_registered_where_logphase_is_installed() -> None:
     """What pip installed (the entry point), not what pyproject.toml says."""
     from importlib.metadata import entry_points

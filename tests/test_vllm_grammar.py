@@ -135,6 +135,12 @@ EXAMPLES: dict[str, list[tuple[str, dict[str, str]]]] = {
     "route": [("Route: /v1/chat/completions, Methods: POST", {})],
     "supported_tasks": [("Supported tasks: ['generate']", {}), ("Supported_tasks: ['generate']", {})],
     "engine_process_started": [("Started engine process with PID 77", {"pid": "77"})],
+    "resolved_architecture": [("Resolved architecture: Qwen3ForCausalLM", {})],
+    "model_tasks": [("This model supports multiple tasks: {'generate', 'embedding'}. Defaulting to 'generate'.", {})],
+    "chunked_prefill": [("Chunked prefill is enabled with max_num_batched_tokens=2048.", {})],
+    "distributed_backend": [("Defaulting to use mp for distributed inference", {}), ("Defaulting to use ray for distributed inference", {})],
+    "ipc_frontend": [("Multiprocessing frontend to use ipc:///tmp/9a0e2b7c-0a55 for IPC Path.", {})],
+    "torch_threads": [("Reducing Torch parallelism from 96 threads to 1 to avoid unnecessary CPU contention.", {})],
     "v0_worker_died": [("Worker VllmWorkerProcess pid 78 died, exit code: -9", {"pid": "78", "exit_code": "-9"})],
     "throughput": [
         ("Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 12.3 tokens/s, Running: 1 reqs", {}),

@@ -13,9 +13,10 @@ import pytest
 from logphase import parse_bytes
 from logphase.pipeline import events as ev
 from logphase.pipeline.causes import Cause, SignatureRole
+from logphase.pipeline.detect import SERVER_OF_RULE, server_of_config
 from logphase.pipeline.functions import frame_floor, frame_phase
-from logphase.pipeline.hints import hint, server_of
-from logphase.pipeline.messages import SERVER_OF_RULE, evidence_in
+from logphase.pipeline.hints import hint
+from logphase.pipeline.messages import evidence_in
 from logphase.pipeline.phases import MarkerRole, Phase
 from logphase.pipeline.signatures import read_error
 from tests.conftest import FIXTURES
@@ -111,9 +112,9 @@ def test_the_server_picks_the_rows() -> None:
     assert "--enforce-eager" in hint(Cause.CUDA_OOM, capture, {}, {}, server="vllm")
     assert "--mem-fraction-static" in hint(Cause.CUDA_OOM, capture, {}, {}, server="sglang")
     # told by the configuration dump when no server is given; SGLang's (as before vLLM) when neither says
-    assert server_of({"gpu_memory_utilization": 0.9, "model": "m"}) == "vllm"
-    assert server_of({"mem_fraction_static": 0.88}) == "sglang"
-    assert server_of({}) == "sglang"
+    assert server_of_config({"gpu_memory_utilization": 0.9, "model": "m"}) == "vllm"
+    assert server_of_config({"mem_fraction_static": 0.88}) == "sglang"
+    assert server_of_config({}) == "sglang"
     assert "--mem-fraction-static (now 0.88)" in hint(Cause.CUDA_OOM, capture, {"mem_fraction_static": 0.88}, {})
     assert "--gpu-memory-utilization (now 0.9)" in hint(Cause.CUDA_OOM, capture, {"gpu_memory_utilization": 0.9}, {})
 

@@ -13,6 +13,7 @@ from logphase.faces.inputs import InputError, read_input
 
 if TYPE_CHECKING:
     from logphase.pipeline.report import Report
+    from logphase.servers.names import Server
 
 # the worst verdict decides the exit code: a failed start-up matters most, then one still
 # starting, then a file that could not be read at all, then ready
@@ -33,10 +34,11 @@ class FileOutcome(NamedTuple):
         return OUTCOME_EXIT[self.report.outcome] if self.report is not None else EXIT_USAGE
 
 
-def read_one(name: str, since: str | None, expect: dict[str, str]) -> FileOutcome:
-    """The report on one log (or a saved report); an unreadable file is an error, not an exception."""
+def read_one(name: str, since: str | None, expect: dict[str, str], server: Server | None = None) -> FileOutcome:
+    """The report on one log (or a saved report); an unreadable file is an error, not an exception.
+    ``server``: --server, the server every run of the log is."""
     try:
-        return FileOutcome(name, read_input(name, since, expect), None)
+        return FileOutcome(name, read_input(name, since, expect, server), None)
     except InputError as exc:
         return FileOutcome(name, None, str(exc))
 
@@ -45,17 +47,19 @@ def default_jobs() -> int:
     return os.cpu_count() or 1
 
 
-def read_many(names: Sequence[str], since: str | None, expect: dict[str, str], jobs: int) -> Iterator[FileOutcome]:
+def read_many(
+    names: Sequence[str], since: str | None, expect: dict[str, str], jobs: int, server: Server | None = None
+) -> Iterator[FileOutcome]:
     """Each log's outcome, in the order given; ``jobs`` processes read them side by side."""
     if "-" in names and len(names) > 1:
         raise InputError("- (standard input) cannot be read along with other files")
     workers = max(1, min(jobs, len(names)))
     if workers == 1:
         for name in names:
-            yield read_one(name, since, expect)
+            yield read_one(name, since, expect, server)
         return
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        yield from pool.map(read_one, names, [since] * len(names), [expect] * len(names), chunksize=_CHUNK)
+        yield from pool.map(read_one, names, [since] * len(names), [expect] * len(names), [server] * len(names), chunksize=_CHUNK)
 
 
 def worst_exit(codes: Sequence[int]) -> int:
@@ -82,11 +86,12 @@ def run_batch(
     jobs: int,
     emit: Callable[[FileOutcome], None],
     report_error: Callable[[str], None],
+    server: Server | None = None,
 ) -> list[FileOutcome]:
     """Read every log, hand each outcome to ``emit`` as soon as the ones before it are out (errors
     to ``report_error``), and return them all."""
     outcomes: list[FileOutcome] = []
-    for outcome in read_many(names, since, expect, jobs):
+    for outcome in read_many(names, since, expect, jobs, server):
         outcomes.append(outcome)
         if outcome.error is not None:
             report_error(outcome.error)

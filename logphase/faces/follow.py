@@ -37,10 +37,12 @@ from logphase.faces.follow_records import (
 )
 from logphase.faces.tail import Change, FileTail, TailRead
 from logphase.faces.wording import first_line, fmt_duration, headline
+from logphase.pipeline.clock import input_year_hint
 from logphase.pipeline.engine import Engine
 from logphase.pipeline.phases import PHASE_ORDER, Phase
 from logphase.pipeline.report import FailureReport, PhaseReport, Report
 from logphase.pipeline.runs import seconds_between
+from logphase.servers.names import Server
 
 # How long silence is normal, per phase, before a stall is reported (seconds). Weight loading of a
 # large model and CUDA graph capture legitimately take many minutes with few or no log lines.
@@ -82,6 +84,7 @@ class FollowOptions:
     poll_interval: float = 0.02
     # on a pipe: leave at the verdict instead of reading to EOF (the writer then gets SIGPIPE)
     exit_at_verdict: bool = False
+    server: Server | None = None  # --server: every run is this server's, whatever its lines show
 
 
 def _phase_index(phase: Phase | None) -> int:
@@ -93,7 +96,8 @@ class Follower:
 
     def __init__(self, source: str, options: FollowOptions, now: float | None = None) -> None:
         self.options = options
-        self.engine = Engine(source=source, since=options.since)
+        # stamps that print no year (vLLM's) take the file's, or today's for a pipe
+        self.engine = Engine(source=source, since=options.since, server=options.server, year=input_year_hint(source))
         self._started = time.monotonic() if now is None else now
         self._last_input = self._started
         self._phases_reported: set[Phase] = set()

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from logphase.pipeline.engine import Engine
     from logphase.pipeline.events import EventBase
     from logphase.pipeline.report import Report
+    from logphase.servers.names import Server
 
 
 class InputError(LogphaseError):
@@ -122,13 +123,17 @@ def feed_all(
         handle.close()
 
 
-def read_input(name: str, since: str | None = None, expect: dict[str, str] | None = None) -> Report:
-    """The report on a log, or the saved report, given by name (- for stdin)."""
+def read_input(
+    name: str, since: str | None = None, expect: dict[str, str] | None = None, server: Server | None = None
+) -> Report:
+    """The report on a log, or the saved report, given by name (- for stdin). ``server``: --server,
+    the server every run of a log is; the year of stamps that print none: the file's time, or today."""
     from logphase.faces.loading import NotAReport, read_report
+    from logphase.pipeline.clock import input_year_hint
 
     handle, source = open_input(name)
     try:
-        return read_report(handle, source, since, expect)
+        return read_report(handle, source, since, expect, server=server, year=input_year_hint(name))
     except NotAReport as exc:
         raise InputError(str(exc)) from None
     except OSError as exc:
@@ -138,16 +143,18 @@ def read_input(name: str, since: str | None = None, expect: dict[str, str] | Non
             handle.close()
 
 
-def read_startups(name: str, since: str | None = None) -> list[Report]:
+def read_startups(name: str, since: str | None = None, server: Server | None = None) -> list[Report]:
     """The startups an input describes: a log's last run, a saved report, or each server of a saved
-    merged report (prefill, decode, router: `check` checks each; nodes of one server are one)."""
+    merged report (prefill, decode, router: `check` checks each; nodes of one server are one).
+    ``server``: --server, the server every run of a log is."""
+    from logphase.pipeline.clock import input_year_hint
     from logphase.pipeline.engine import Engine
     from logphase.pipeline.merge import MergedReport
 
     handle, source = open_input(name)
     saved, head = read_head(handle, source)
     if saved is None:
-        engine = Engine(source=source, since=since, collect_events=False)
+        engine = Engine(source=source, since=since, collect_events=False, server=server, year=input_year_hint(name))
         feed_all(engine, handle, source, head=head)
         return [engine.report()]
     if since is not None:

@@ -24,7 +24,9 @@ from logphase.pipeline.phases import PHASE_ORDER
 from logphase.pipeline.report import SCHEMA_VERSION, Report
 
 if TYPE_CHECKING:
+    from logphase.pipeline.clock import YearHint
     from logphase.pipeline.merge import MergedReport
+    from logphase.servers.names import Server
 
 # what a saved JSON document holds: one log's report, or the merged report of a deployment
 Saved: TypeAlias = "Report | MergedReport"
@@ -167,7 +169,14 @@ def saved_report(handle: BinaryIO, head: bytes, source: str) -> tuple[Saved | No
     return report_from_json(data, source), data
 
 
-def read_report(handle: BinaryIO, source: str, since: str | None = None, expect: dict[str, str] | None = None) -> Report:
+def read_report(
+    handle: BinaryIO,
+    source: str,
+    since: str | None = None,
+    expect: dict[str, str] | None = None,
+    server: Server | None = None,
+    year: YearHint | None = None,
+) -> Report:
     """The report on a log read from ``handle`` (streamed, in blocks), or the saved report it is.
     NotAReport for JSON that is not a readable report; OSError for a failed read. ``since`` and
     ``expect`` apply to logs only."""
@@ -178,7 +187,7 @@ def read_report(handle: BinaryIO, source: str, since: str | None = None, expect:
         if since is not None or expect:
             raise NotAReport(f"{source}: a saved report; --since and --expect apply to logs only")
         return one_report(report, source)
-    return parse_stream(handle.read, source, expect, since, head=head)
+    return parse_stream(handle.read, source, expect, since, head=head, year=year, server=server)
 
 
 def one_report(saved: Saved, source: str) -> Report:

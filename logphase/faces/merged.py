@@ -11,21 +11,25 @@ from logphase.faces.text import render_text
 from logphase.faces.wording import fmt_duration, headline
 from logphase.pipeline.merge import MergedReport, ServerView, is_router_log, merge, router_report
 from logphase.pipeline.report import Report
+from logphase.servers.names import Server
 
 # a router prints its first lines at once; how much of a log is read to tell whether it is one
 ROUTER_HEAD_BYTES = 64 * 1024
 ROUTER_TEXT_BYTES = 16 * 1024 * 1024
 
 
-def read_merged(names: Sequence[str], since: str | None, expect: dict[str, str], jobs: int) -> MergedReport:
+def read_merged(
+    names: Sequence[str], since: str | None, expect: dict[str, str], jobs: int, server: Server | None = None
+) -> MergedReport:
     """Every log read (in parallel), then merged. One unreadable log is an input error: a merged
-    view without one of its nodes would be wrong, not partial."""
+    view without one of its nodes would be wrong, not partial. ``server``: --server, the server of
+    every log (else each log's own, from its lines)."""
     if len(names) < 2:
         raise InputError("--merge takes two logs or more (the nodes of one server, or prefill, decode and router)")
     if "-" in names:
         raise InputError("--merge reads files: standard input cannot be told apart from the other logs")
     reports: list[Report] = []
-    for i, outcome in enumerate(read_many(names, since, expect, jobs)):
+    for i, outcome in enumerate(read_many(names, since, expect, jobs, server)):
         if outcome.error is not None or outcome.report is None:
             raise InputError(outcome.error or f"{names[i]}: unreadable")
         reports.append(outcome.report)

@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from typing import IO
 
 from logphase.faces.wording import clip, first_line, fmt_duration, headline, plural, server_label
-from logphase.pipeline.report import FailureReport, LinesReport, PhaseReport, RankSpan, Report, UnaccountedReport
+from logphase.pipeline.report import FailureReport, LinesReport, PhaseReport, RankSpan, Report, StepReport, UnaccountedReport
 from logphase.pipeline.runs import seconds_between
 
 # ANSI SGR codes; used only on a terminal, and never with NO_COLOR set (https://no-color.org)
@@ -108,6 +108,18 @@ def _ranks(report: Report, color: bool, nodes: Mapping[str, str] | None) -> list
     return [f"  ranks {shown}"]
 
 
+# where the year of stamps that print none came from, as the note under the title says it
+_YEAR_FROM = {"wrapper": "the wrapper's stamps", "file_time": "the file's time", "current_year": "today's date"}
+
+
+def _year(report: Report, color: bool, nodes: Mapping[str, str] | None) -> list[str]:
+    """'  year 2026 from the file's time (the stamps print none)': said whenever it was inferred."""
+    inferred = report.year_inferred
+    if inferred is None:
+        return []
+    return [_paint(f"  year {inferred.year} from {_YEAR_FROM[inferred.source]} (the stamps print none)", "dim", color)]
+
+
 def _phases(report: Report, color: bool, nodes: Mapping[str, str] | None) -> list[str]:
     """The phase table: one row per phase, each followed by the time after it that no phase accounts for."""
     if not report.phases:
@@ -116,12 +128,29 @@ def _phases(report: Report, color: bool, nodes: Mapping[str, str] | None) -> lis
     gaps = {g.after: g for g in report.unaccounted}
     for p in report.phases:
         start = (p.start or "-").replace("T", " ")
-        duration = ("≥ " if p.lower_bound else "") + fmt_duration(p.duration_s)
+        measured = any(step.whole for step in p.steps)
+        duration = ("≥ " if p.lower_bound else "") + (_precise(p.duration_s) if measured else fmt_duration(p.duration_s))
         out.append(f"  {p.name.value:<20} {start:<20} {duration:>10}  {slowest_rank(p, nodes)}{_still_open(report, p)}")
+        out.extend(_paint(_step_row(step), "dim", color) for step in p.steps)
         gap = gaps.get(p.name)
         if gap is not None:
             out.append(_paint(_gap_row(gap), "warning", color))
     return out
+
+
+def _precise(seconds: float | None) -> str:
+    """A duration the server measured itself, with the hundredths it printed: '5.01 s'."""
+    if seconds is None or seconds >= 120:
+        return fmt_duration(seconds)
+    return f"{seconds:.0f} s" if seconds.is_integer() else f"{seconds:.2f} s"  # whole seconds as printed ('in 12 secs')
+
+
+def _step_row(step: StepReport) -> str:
+    """'    · torch_compile                         33.43 s  TP1, line 38': a duration the server printed
+    itself, under the phase it is part of."""
+    name = step.name + (f" to {step.through.value}" if step.through is not None else "") + (" (whole)" if step.whole else "")
+    who = ", ".join(x for x in (step.rank, f"line {step.line}") if x)
+    return f"    · {name:<37} {_precise(step.duration_s):>10}  {who}"
 
 
 def _still_open(report: Report, p: PhaseReport) -> str:
@@ -182,6 +211,7 @@ _SECTIONS: tuple[Callable[[Report, bool, Mapping[str, str] | None], list[str]], 
     _title,
     _model,
     _ranks,
+    _year,
     _phases,
     _failure,
     _warnings,

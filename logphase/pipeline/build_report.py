@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from logphase.pipeline.causes import ECHO_PREFERENCE
+from logphase.pipeline.detect import run_server
 from logphase.pipeline.diagnosis import Severity, minimum_mem_fraction, named_rank
 from logphase.pipeline.events import ProgressBar
 from logphase.pipeline.facts import SCHEDULER_KEYS
@@ -28,13 +29,14 @@ from logphase.pipeline.report import (
     ProgressReport,
     RankSpan,
     Report,
+    StepReport,
     UnaccountedReport,
     WarningReport,
     rank_sort_key,
     resolve_rank,
     values_match,
 )
-from logphase.pipeline.runs import Incident, Run, Span, duration_between, seconds_between
+from logphase.pipeline.runs import Incident, Run, Span, StepSeen, duration_between, seconds_between
 
 # What the report's sentences say of the server: its name, the command that launches it, the
 # settings that leave CUDA graph capture more memory. One place, so that a second server's pack
@@ -74,7 +76,7 @@ def build_report(
     phases = _phases(run, failure, failed_at)
     return Report(
         source=source,
-        server=run.server or machine.server or ("sglang" if run.seen_sglang else None),
+        server=run_server(run.server, machine.server, run.seen_sglang),
         version=run.version,
         outcome=outcome,
         phase=phase,
@@ -374,6 +376,12 @@ def _phase_report(
     if bar is not None and end is None and bar.elapsed_s is not None and (duration is None or bar.elapsed_s > duration):
         # a silent phase: its bar has been counting while no line carried a time
         duration = bar.elapsed_s
+    steps = _steps(run, phase)
+    whole = [s for s in steps if s.whole]
+    if whole:
+        # the server measured the whole phase, finer than its stamps' whole seconds
+        duration = whole[0].duration_s
+        _rank_measures(spans.ranks, run, phase)
     return PhaseReport(
         name=phase,
         start=start,
@@ -384,7 +392,36 @@ def _phase_report(
         lower_bound=any(phase in t.spans and t.spans[phase].lower_bound for t in run.tracks.values()),
         progress=_progress(bar) if bar is not None else None,
         ranks=dict(sorted(spans.ranks.items(), key=lambda kv: rank_sort_key(kv[0]))),
+        steps=steps,
     )
+
+
+def _steps(run: Run, phase: Phase) -> list[StepReport]:
+    """The durations the server printed within the phase, one per step: the slowest rank's, in the
+    order the steps were first printed."""
+    slowest: dict[str, StepSeen] = {}
+    for seen in run.steps:
+        if seen.step.phase is phase:
+            kept = slowest.get(seen.step.name)
+            if kept is None or seen.seconds > kept.seconds:
+                slowest[seen.step.name] = seen
+    first_line: dict[str, int] = {}
+    for seen in run.steps:
+        first_line.setdefault(seen.step.name, seen.line)
+    return [
+        StepReport(
+            name=s.step.name, duration_s=s.seconds, rank=s.rank, line=s.line, whole=s.step.whole, through=s.step.through
+        )
+        for s in sorted(slowest.values(), key=lambda s: first_line[s.step.name])
+    ]
+
+
+def _rank_measures(ranks: dict[str, RankSpan], run: Run, phase: Phase) -> None:
+    """Each rank's stay in a phase the server measures whole: the rank's own measure."""
+    for seen in run.steps:
+        span = ranks.get(seen.rank or "")
+        if seen.step.phase is phase and seen.step.whole and span is not None:
+            ranks[seen.rank or ""] = span.model_copy(update={"duration_s": seen.seconds})
 
 
 def _first_work(run: Run) -> tuple[str, int] | None:

@@ -29,6 +29,16 @@ def with_message(cls: type[ev.EventBase]) -> Builder:
     return build
 
 
+def timed_note(seconds: str) -> Builder:
+    """A note that prints how long a step took, in the sub-rule ``seconds`` (vLLM's 'Loading weights
+    took 2.63 seconds'): the report's sub-steps (the row's ``step``)."""
+
+    def build(p: Parsed, text: str, at: LineInfo) -> ev.EventBase:
+        return at.event(ev.StartupNote, p.rule, message=text, elapsed_s=number(p.value(seconds)))
+
+    return build
+
+
 def error(kind: str) -> Builder:
     def build(p: Parsed, text: str, at: LineInfo) -> ev.EventBase:
         detail = {name: p.value(name) or "" for name in p.values}

@@ -60,6 +60,12 @@ def current_year_hint() -> YearHint:
     return YearHint(date.today(), "current_year")
 
 
+def input_year_hint(name: str) -> YearHint:
+    """Where the stamps of an input given by name take their year: the file's time, or today for
+    standard input ('-', '<stdin>') and a file whose time cannot be read. Every face asks this."""
+    return (file_time_hint(name) if name not in ("-", "<stdin>") else None) or current_year_hint()
+
+
 class LogClock:
     """The dates and the wrapper's zone a log's stamps have shown so far."""
 

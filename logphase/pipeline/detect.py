@@ -8,17 +8,29 @@ of its own; a server's first line printed again (``begins``) after the run went 
 
 The start lines are rules of the servers' grammars (``grammars/<pack>/``), listed in ``STARTS`` by
 rule name; the version is their ``version`` sub-rule.
+
+This module is the one place that decides which server a run is: the machine asks it for a line's
+start (``server_start``), for a line that only one server prints when no start was seen
+(``server_of_rule``), for the server whose stamped prefix the bulk path reads (``STAMPED_SERVER``),
+the report for the run's server in the end (``run_server``), and the advice, when no line said,
+by the run's configuration dump (``server_of_config``).
 """
 
 from __future__ import annotations
 
 import re
 from functools import cache
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from logphase.pipeline.envelope import Envelope
 from logphase.pipeline.grammars import first_terminals, parse, terminal_pattern
-from logphase.servers.names import Server
+from logphase.servers import PACKS
+from logphase.servers.names import SERVERS, Server
+
+# the server whose own prefix is envelope.lark's stamped one ("[2026-05-09 09:20:26 TP0] "): SGLang's
+STAMPED_SERVER: Server = "sglang"
+# the server whose child processes print envelope.lark's process prefixes ("(EngineCore_DP0 pid=N) ")
+PROCESS_PREFIX_SERVER: Server = "vllm"
 
 
 class StartRule(NamedTuple):
@@ -64,11 +76,49 @@ def server_start(env: Envelope) -> Start | None:
     """The start this line shows: SGLang's own prefix, a start line of a server's grammar, or a
     vLLM process prefix."""
     if env.stamped:
-        return Start("sglang")
+        return Start(STAMPED_SERVER)
     found = _start_line(env.message) if env.message else None
     if found is None and env.process is not None:
-        return Start("vllm")  # only vLLM's processes print these prefixes (envelope.lark's vllm_process)
+        return Start(PROCESS_PREFIX_SERVER)  # only vLLM's processes print these prefixes (envelope.lark's vllm_process)
     return found
+
+
+# the server a message's rule shows, for the rules only that server prints: its start lines and its
+# own lines (never a stray line of it: SGLang's log holds some of vLLM's lines)
+SERVER_OF_RULE: dict[str, Server] = {
+    rule: server
+    for pack in PACKS
+    for server in SERVERS
+    if server == pack.name
+    for rule in (*pack.start_rules, *pack.own_rules)
+}
+
+
+def server_of_rule(rule: str | None) -> Server | None:
+    """The server a line of this rule can only be (a window that starts after the start lines)."""
+    return SERVER_OF_RULE.get(rule or "")
+
+
+# a run whose server is not known gets the first server's advice (the one logphase read first)
+DEFAULT_SERVER: Server = next(server for pack in PACKS for server in SERVERS if server == pack.name)
+
+
+def server_of_config(config: dict[str, Any]) -> Server:
+    """The server a run's configuration dump belongs to (for its advice when no line said): the first
+    pack one of whose own keys it holds; the first server's when none (or no dump)."""
+    marked = (s for pack in PACKS for s in SERVERS if s == pack.name and any(key in config for key in pack.config_marks))
+    return next(marked, DEFAULT_SERVER)
+
+
+def run_server(detected: Server | None, forced: Server | None, seen_stamped: bool) -> Server | None:
+    """The server a run is reported as: ``--server`` (``forced``) when given, else what its lines
+    showed (start lines, own lines), else the server of the stamped prefix when only its lines
+    the bulk path counts were seen, else unknown."""
+    if forced is not None:
+        return forced
+    if detected is not None:
+        return detected
+    return STAMPED_SERVER if seen_stamped else None
 
 
 def _start_line(text: str) -> Start | None:

@@ -511,19 +511,30 @@ def normalize_time(text: str) -> str:
 
 
 def parse_bytes(
-    data: bytes, source: str = "<bytes>", expect: Mapping[str, object] | None = None, since: str | None = None
+    data: bytes,
+    source: str = "<bytes>",
+    expect: Mapping[str, object] | None = None,
+    since: str | None = None,
+    server: Server | None = None,
 ) -> Report:
-    """The report on a whole log held in memory (its last run). See :class:`Engine` for the options."""
-    return parse_stream(_nothing_more, source, expect, since, head=data)
+    """The report on a whole log held in memory (its last run). See :class:`Engine` for the options
+    (``server``: the server every run is, whatever its lines show)."""
+    return parse_stream(_nothing_more, source, expect, since, head=data, server=server)
 
 
 def _nothing_more(_size: int) -> bytes:
     return b""
 
 
-def parse_text(text: str, source: str = "<text>", expect: Mapping[str, object] | None = None, since: str | None = None) -> Report:
+def parse_text(
+    text: str,
+    source: str = "<text>",
+    expect: Mapping[str, object] | None = None,
+    since: str | None = None,
+    server: Server | None = None,
+) -> Report:
     """The report on a whole log given as text."""
-    return parse_bytes(text.encode("utf-8", errors="surrogateescape"), source, expect, since)
+    return parse_bytes(text.encode("utf-8", errors="surrogateescape"), source, expect, since, server)
 
 
 # 1 MiB reads. Measured on the 100 MB reference log (bench/): the bulk path is as fast with 1 MiB
@@ -564,18 +575,26 @@ def parse_stream(
     since: str | None = None,
     head: bytes = b"",
     year: YearHint | None = None,
+    server: Server | None = None,
 ) -> Report:
     """The report on a log read through ``read`` (``head`` already read from it), in blocks with
-    constant memory: its last run. ``year``: where year-less stamps take their year (``Engine``)."""
-    engine = Engine(source=source, since=since, collect_events=False, year=year)
+    constant memory: its last run. ``year``: where year-less stamps take their year, ``server``: the
+    server every run is (--server) (``Engine``)."""
+    engine = Engine(source=source, since=since, collect_events=False, year=year, server=server)
     return read_all(engine, read, head).report(expect)
 
 
-def parse_file(path: str | os.PathLike[str], expect: Mapping[str, object] | None = None, since: str | None = None) -> Report:
+def parse_file(
+    path: str | os.PathLike[str],
+    expect: Mapping[str, object] | None = None,
+    since: str | None = None,
+    server: Server | None = None,
+) -> Report:
     """The report on a log file (its last run), read in 1 MiB blocks with constant memory.
 
     ``expect`` maps server_args keys to what you launched with, e.g. ``{"mem_fraction_static": 0.88}``;
-    ``since`` ignores output stamped before that time. OSError if the file cannot be read."""
+    ``since`` ignores output stamped before that time; ``server`` says which server wrote it (every
+    run is that server's, whatever its lines show). OSError if the file cannot be read."""
     name = os.fspath(path)
     with open(name, "rb") as handle:
-        return parse_stream(handle.read, name, expect, since, year=file_time_hint(name))
+        return parse_stream(handle.read, name, expect, since, year=file_time_hint(name), server=server)

@@ -262,6 +262,7 @@ class StartupNote(EventBase):
         default=None,
         description="the phase a line known from the release catalogue (no grammar rule) is printed in: weak evidence",
     )
+    elapsed_s: Elapsed = None
 
 
 class ServerReady(EventBase):

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from logphase.pipeline.causes import Cause
+from logphase.pipeline.detect import DEFAULT_SERVER, server_of_config
 from logphase.pipeline.phases import Phase
 from logphase.servers import PACKS
 from logphase.servers.pack import Hint
@@ -23,14 +24,7 @@ NO_HINT = "The log shows a failure but not its cause."
 
 _SHARED = tuple(pack for pack in PACKS if not pack.server)
 _SERVERS = {pack.name: pack for pack in PACKS if pack.server}
-# a run whose server is not known gets the first server's advice (the one logphase read first)
-_DEFAULT_SERVER = next(iter(_SERVERS))
-
-
-def server_of(config: dict[str, Any]) -> str:
-    """The server a run's configuration dump belongs to: the first pack one of whose own keys it
-    holds; the first server's when none (or no dump)."""
-    return next((name for name, pack in _SERVERS.items() if any(key in config for key in pack.config_marks)), _DEFAULT_SERVER)
+_DEFAULT_SERVER = DEFAULT_SERVER
 
 
 def _rows(server: str) -> tuple[Hint, ...]:
@@ -50,7 +44,7 @@ def hint_values(
     ``*_text`` parts, empty)."""
     values = _common_values(phase, config, facts)
     # every setting of the server's pack: '{gmu_text}' is ' (now 0.9)' when the dump gives it
-    pack = _SERVERS.get(server or server_of(config))
+    pack = _SERVERS.get(server or server_of_config(config))
     for name, key in (pack.hint_settings if pack is not None else {}).items():
         values.setdefault(f"{name}_text", f" (now {config[key]})" if config.get(key) is not None else "")
     return values
@@ -90,7 +84,7 @@ def _specificity(row: Hint) -> int:
 def hint(cause: Cause, phase: Phase | None, config: dict[str, Any], facts: dict[str, Any], server: str | None = None) -> str:
     """What to change, for this cause in this phase, in the flags of the run's server (``server``, a
     pack's name; else told by the run's configuration dump), with numbers from the log where it has them."""
-    server = server or facts.get("server") or server_of(config)
+    server = server or facts.get("server") or server_of_config(config)
     values = hint_values(phase, config, facts, server)
     rows = sorted((r for r in _rows(server) if _fits(r, cause, phase, values)), key=_specificity)
     return rows[0].text.format(**values) if rows else NO_HINT

@@ -13,14 +13,14 @@ from collections.abc import Callable
 from operator import itemgetter
 
 from logphase.pipeline import events as ev
-from logphase.pipeline.detect import Start
+from logphase.pipeline.detect import STAMPED_SERVER, Start, server_of_rule
 from logphase.pipeline.diagnosis import Severity, assess
 from logphase.pipeline.envelope import valid_plain_stamp
 from logphase.pipeline.facts import note_facts
-from logphase.pipeline.messages import SCHEDULER_RULES, SERVER_OF_RULE, evidence_in, stream_of
+from logphase.pipeline.messages import SCHEDULER_RULES, evidence_in, step_of, stream_of
 from logphase.pipeline.phases import MarkerRole, Phase, Transition
-from logphase.pipeline.runs import Incident, Run, Span, Track, seconds_between
-from logphase.servers.names import SERVERS, Server
+from logphase.pipeline.runs import Incident, Run, Span, StepSeen, Track, seconds_between
+from logphase.servers.names import Server
 
 # A timestamp this far behind the latest one seen means another run's lines, not interleaving.
 CLOCK_JUMP_BACK_S = 120.0
@@ -66,13 +66,10 @@ def _iso(stamp: bytes) -> str:
     return stamp.decode("ascii").replace(" ", "T", 1)
 
 
-def _server(run: Run, event: ev.EventBase) -> Server | None:
-    """The server a run is: what its start lines showed (detect.py, ``note_start``), else the pack
-    of a line only one server prints (this event's, if it is one)."""
-    if run.server is not None:
-        return run.server
-    name = SERVER_OF_RULE.get(event.rule or "")
-    return next((server for server in SERVERS if server == name), None)
+def _server(run: Run, event: ev.EventBase, forced: Server | None) -> Server | None:
+    """The server a run is (detect.py decides): ``--server`` when given, else what its start lines
+    showed (``note_start``), else the pack of a line only one server prints (this event's, if it is one)."""
+    return forced or run.server or server_of_rule(event.rule)
 
 
 def jumps_back(previous: str | None, ts: str) -> bool:
@@ -115,7 +112,7 @@ class PhaseMachine:
     def feed(self, event: ev.EventBase) -> None:
         run, later = self._run_of(event)
         # what a line means can depend on the server the run is (a pack's own reading of a shared line)
-        transition = evidence_in(event, _server(run, event))
+        transition = evidence_in(event, _server(run, event, self.server))
         if later is not None and self._restarted(run, event, transition, later):
             run = self._new_run(event.line)
         self._fold(run, event, transition)
@@ -172,7 +169,7 @@ class PhaseMachine:
         )
 
     def _fold(self, run: Run, event: ev.EventBase, transition: Transition | None) -> None:
-        run.server = _server(run, event)
+        run.server = _server(run, event, self.server)
         run.extend(event.ts, event.ts, event.end_line or event.line)
         if run.ready_line is None:
             # where start-up lines were written (the bulk path counts serving lines without events)
@@ -185,9 +182,18 @@ class PhaseMachine:
         if event.kind == "server_args":
             self._launch_at(run, event)
         note_facts(run, event, self._default_rank(event) or "main")
+        self._note_step(run, event)
         if isinstance(event, ev.Shutdown) and run.shutdown_line is None:
             run.shutdown_line = event.line
         self._assess(run, event)
+
+    @staticmethod
+    def _note_step(run: Run, event: ev.EventBase) -> None:
+        """A duration the server measured and printed (a row's step): kept for the report's sub-steps."""
+        step = step_of(event)
+        seconds = getattr(event, "elapsed_s", None)
+        if step is not None and isinstance(seconds, float):
+            run.steps.append(StepSeen(step, event.rank, seconds, event.line))
 
     def _node_part_ready(self, run: Run, event: ev.EventBase, transition: Transition) -> None:
         """This node's part of a multi-node server is up: its ready is its last rank's end."""
@@ -270,7 +276,7 @@ class PhaseMachine:
         (where feed starts a new run this stops: that line needs ``feed``, as does one whose stamp
         is no valid time), ``advance`` of the writer's clock, and ``_fold``'s ``run.extend``.
         Returns how many lines it took. tests/test_fast_path.py compares the two paths."""
-        server = self.server or "sglang"  # SGLang's stamps (note_start's, for lines read the long way)
+        server = self.server or STAMPED_SERVER  # the stamped prefix's server (detect.py), as the long way's note_start
         if not stamps or self.run.server not in (None, server):
             return 0  # a run of another server: the long way starts SGLang's own
         run = self.run

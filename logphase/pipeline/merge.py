@@ -18,7 +18,7 @@ import functools
 import re
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
-from typing import Literal
+from typing import Literal, TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -41,6 +41,7 @@ from logphase.pipeline.report import (
 from logphase.pipeline.runs import duration_between, seconds_between
 
 NodeRole = Literal["server", "prefill", "decode", "router"]
+_T = TypeVar("_T")
 
 # the events every node of a server passes together, best first: (phase, edge)
 _COMMON_EVENTS: tuple[tuple[Phase, Literal["start", "end"]], ...] = (
@@ -179,12 +180,19 @@ def merge(reports: Sequence[Report], routers: Iterable[int] = ()) -> MergedRepor
         if key is None:
             unsaid.append((i, role))
             continue
+        # each log's server is its own (detect.py's): logs of two servers are never nodes of one
+        key = (report.server, *key)
         groups.setdefault(key, []).append(i)
         roles[key] = role
     for i, role in unsaid:
         # --merge means one deployment: a log that does not say which server it belongs to is a
-        # node of the first multi-node server of its role, else of the role's one server
-        key = next((k for k, r in roles.items() if r == role and k[0] != "alone"), (role, "nodes"))
+        # node of the first multi-node server of its role (and of its server, when it says one),
+        # else of the role's one server
+        server = reports[i].server
+        key = next(
+            (k for k, r in roles.items() if r == role and k[1] != "alone" and server in (None, k[0])),
+            (server, role, "nodes"),
+        )
         groups.setdefault(key, []).append(i)
         roles[key] = role
     order = {key: min(members) for key, members in groups.items()}
@@ -267,8 +275,8 @@ def _combined(
     partial = any(r.total_startup_s is None and r.outcome != "starting" for r in members)
     return Report(
         source=" + ".join(r.source for r in members),
-        server=next((r.server for r in members if r.server is not None), None),
-        version=next((r.version for r in members if r.version is not None), None),
+        server=_first_known(r.server for r in members),  # the members' (logs of two servers are never grouped)
+        version=_first_known(r.version for r in members),
         outcome=outcome,
         phase=phase,
         phases=phases,
@@ -287,7 +295,13 @@ def _combined(
         config_line=leader.config_line,
         memory=_memory(members, qualified),
         lines=_lines(members),
+        year_inferred=_first_known(r.year_inferred for r in members),
     )
+
+
+def _first_known(values: Iterable[_T | None]) -> _T | None:
+    """The first value a member's report knows (the first node's, else the next one's)."""
+    return next((v for v in values if v is not None), None)
 
 
 def _edge(report: Report, phase: Phase, edge: Literal["start", "end"]) -> str | None:

@@ -20,16 +20,16 @@ from logphase.pipeline.grammars import terminal_pattern
 from logphase.pipeline.notes import SCHEDULER_NOTE, note_evidence
 from logphase.pipeline.phases import MarkerRole, Phase, Transition
 from logphase.servers import PACKS
-from logphase.servers.pack import HTTP_UP, LAUNCH_NOTE, ByLine, Message
+from logphase.servers.pack import HTTP_UP, LAUNCH_NOTE, ByLine, Message, Step
 
 __all__ = [
     "MESSAGES",
     "SCHEDULER_RULES",
-    "SERVER_OF_RULE",
     "Message",
     "bar_evidence",
     "evidence_in",
     "evidence_of",
+    "step_of",
     "stream_of",
     "transitions",
 ]
@@ -47,9 +47,6 @@ def _combined() -> dict[str, Message]:
 
 MESSAGES: dict[str, Message] = _combined()
 SCHEDULER_RULES = frozenset(rule for rule, m in MESSAGES.items() if m.scheduler) | {SCHEDULER_NOTE}
-# the server a run is, by the start lines only that server prints (never by a stray line of it:
-# SGLang's log holds some of vLLM's lines)
-SERVER_OF_RULE: dict[str, str] = {rule: pack.name for pack in PACKS for rule in (*pack.start_rules, *pack.own_rules)}
 _MEANINGS: dict[str, dict[str, Transition]] = {pack.name: dict(pack.meanings) for pack in PACKS if pack.meanings}
 
 # -- evidence that depends on the line --------------------------------------------------------------
@@ -108,6 +105,12 @@ CHOOSERS: dict[str, Callable[[ev.EventBase], Transition | None]] = {
     "batch": batch_evidence,
     "warning": warning_evidence,
 }
+
+
+def step_of(event: ev.EventBase) -> Step | None:
+    """The step whose duration the event's line prints (its ``elapsed_s``), when its row says one."""
+    message = MESSAGES.get(event.rule or event.kind)
+    return None if message is None else message.step
 
 
 def stream_of(event: ev.EventBase) -> str | None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
 
 from logphase.pipeline.causes import Cause
 from logphase.pipeline.phases import Phase
@@ -76,13 +76,33 @@ class ProgressReport(BaseModel):
     line: int = Field(description="the bar's line")
 
 
+class StepReport(BaseModel):
+    """A duration the server measured and printed itself (vLLM's 'Loading weights took 2.63
+    seconds', 'torch.compile takes 25.17 s in total'): finer than its stamps' whole seconds."""
+
+    name: str = Field(
+        description="what was measured: loading_weights, model_loading, memory_profiling, profiling_run, "
+        "torch_compile, graph_capture, init_engine"
+    )
+    duration_s: float = Field(description="as the server printed it; of the slowest rank when several ranks printed it")
+    rank: str | None = Field(description="the rank that printed it (the slowest); null: the server's own process")
+    line: int = Field(description="the line that says it")
+    whole: bool = Field(default=False, description="it measures the whole phase: the phase's duration_s is this one")
+    through: Phase | None = Field(
+        default=None, description="the last phase it covers, when it covers more than this one (init_engine: through capture)"
+    )
+
+
 class PhaseReport(BaseModel):
     """A phase of the server: from the first rank to enter it to the last to leave it."""
 
     name: Phase = Field(description="the phase")
     start: str | None = Field(description="when the first rank entered it")
     end: str | None = Field(description="when the last rank left it; null while the phase is still open")
-    duration_s: float | None = Field(description="end - start; for an open phase, up to the last timestamp")
+    duration_s: float | None = Field(
+        description="end - start; for an open phase, up to the last timestamp; the server's own measure when a "
+        "step of steps measures the whole phase (whole: true), finer than the stamps"
+    )
     first_line: int | None = Field(default=None, description="the first line that shows the phase")
     last_line: int | None = Field(default=None, description="the line that ends it (the last rank's); null while open")
     lower_bound: bool = Field(
@@ -95,6 +115,19 @@ class PhaseReport(BaseModel):
         "duration_s is the bar's elapsed time",
     )
     ranks: dict[str, RankSpan] = Field(default_factory=dict, description="per rank tag, as printed")
+    steps: list[StepReport] = Field(
+        default_factory=list,
+        description="the durations the server measured itself within the phase, in line order (vLLM prints them; "
+        "absent when the server printed none, as SGLang)",
+    )
+
+    @model_serializer(mode="wrap")
+    def _steps_when_printed(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """No steps key for a server that prints none: SGLang's reports stay as they were."""
+        data: dict[str, Any] = handler(self)
+        if not self.steps:
+            data.pop("steps", None)
+        return data
 
 
 class UnaccountedReport(BaseModel):

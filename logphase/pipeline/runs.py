@@ -7,13 +7,24 @@ import bisect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from logphase.pipeline import events as ev
 from logphase.pipeline.causes import Cause
 from logphase.pipeline.diagnosis import Assessment, Severity
 from logphase.pipeline.phases import Phase
 from logphase.servers.names import Server
+from logphase.servers.pack import Step
+
+
+class StepSeen(NamedTuple):
+    """A duration the server printed (a pack row's ``step``): by which rank (None: its own process),
+    how long, on which line."""
+
+    step: Step
+    rank: str | None
+    seconds: float
+    line: int
 
 # The consequences a report lists (the first ones in line order); the run keeps one more, for
 # the case where the root is among them.
@@ -221,6 +232,7 @@ class Run:
     server: Server | None = None  # the server its own start lines show (detect.py): "sglang", "vllm"
     version: str | None = None  # the server's version, when a start line printed it
     begun_line: int | None = None  # the line of the server's first launch line ("vLLM API server version")
+    steps: list[StepSeen] = field(default_factory=list)  # durations the server printed, in line order
 
     def retime(self, moved: Callable[[str], str]) -> None:
         """Every time the run holds, moved (lines dated by a wrapper before its zone was known)."""

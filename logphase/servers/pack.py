@@ -82,6 +82,17 @@ class ByLine(NamedTuple):
 Stream = Literal["stdout", "stderr"]
 
 
+class Step(NamedTuple):
+    """A duration the server measures and prints itself (vLLM's 'Model loading took ... seconds'),
+    more precise than its stamps (whole seconds): a sub-step of the report's phase, in the event's
+    ``elapsed_s``."""
+
+    name: str  # what was measured, as the report names it
+    phase: Phase  # the phase it is part of (the first one, for a step over several)
+    through: Phase | None = None  # the last phase it covers, when it covers more than ``phase``
+    whole: bool = False  # it measures the whole phase: the phase's duration is the server's measure
+
+
 @dataclass(frozen=True)
 class Message:
     """One message a grammar recognises: the event it becomes and the phase it is evidence of."""
@@ -97,6 +108,7 @@ class Message:
     # looked for further in a line too (behind an envelope logphase does not know); False for a
     # message whose head is common words ('Route: ', 'Request x failed'): known only at a line's start
     anywhere: bool = True
+    step: Step | None = None  # the line prints how long this step took (its event's elapsed_s)
 
 
 class ServerFunction(NamedTuple):

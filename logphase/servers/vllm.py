@@ -39,6 +39,7 @@ from logphase.servers.pack import (
     ServerFunction,
     Signature,
     SignatureRole,
+    Step,
     W,
     t,
 )
@@ -50,11 +51,15 @@ _NOTE = b.with_message(ev.StartupNote)
 
 
 def _row(
-    build: b.Builder | None, evidence: Transition | None = None, cause: Cause | None = None, anywhere: bool = True
+    build: b.Builder | None,
+    evidence: Transition | None = None,
+    cause: Cause | None = None,
+    anywhere: bool = True,
+    step: Step | None = None,
 ) -> Message:
     """A row of vLLM's grammar. A line without a process prefix is the server's own process (the
     engine, or the only worker of one GPU), not a rank: no row is a scheduler's row."""
-    return Message(_G, build, evidence, stream=None, cause=cause, anywhere=anywhere)
+    return Message(_G, build, evidence, stream=None, cause=cause, anywhere=anywhere, step=step)
 
 
 _MESSAGES: dict[str, Message] = {
@@ -72,6 +77,14 @@ _MESSAGES: dict[str, Message] = {
     "processes_started": _row(_NOTE, LAUNCH_NOTE),
     "port_retry": _row(_NOTE),
     "ray_placement_wait": _row(_NOTE, LAUNCH_NOTE),
+    # the configuration checked, the front end and the executor starting (a line's start only: the
+    # texts are generic words)
+    "resolved_architecture": _row(_NOTE, LAUNCH_NOTE, anywhere=False),
+    "model_tasks": _row(_NOTE, LAUNCH_NOTE, anywhere=False),
+    "chunked_prefill": _row(_NOTE, LAUNCH_NOTE, anywhere=False),
+    "distributed_backend": _row(_NOTE, LAUNCH_NOTE, anywhere=False),
+    "ipc_frontend": _row(_NOTE, LAUNCH_NOTE, anywhere=False),
+    "torch_threads": _row(_NOTE, LAUNCH_NOTE, anywhere=False),
     # -- distributed init: the worker's device, torch.distributed, NCCL --------------------------
     "world_info": _row(_NOTE, t(D, EVIDENCE)),
     "rank_assigned": _row(_NOTE, t(D, EVIDENCE)),
@@ -87,20 +100,24 @@ _MESSAGES: dict[str, Message] = {
     "load_begin": _row(b.simple(ev.WeightLoadBegin), t(W, BEGIN)),
     "load_from_scratch": _row(_NOTE, t(W, EVIDENCE)),
     "weights_download": _row(_NOTE, t(W, EVIDENCE)),
-    "weights_took": _row(_NOTE, t(W, EVIDENCE)),
+    # vLLM's own durations (to the hundredth of a second and finer): the report's sub-steps
+    "weights_took": _row(b.timed_note("seconds"), t(W, EVIDENCE), step=Step("loading_weights", W)),
+    # load_model from its first line to this one: the whole of weight_loading
     "model_loading_took": _row(
-        b.values(ev.WeightLoadEnd, elapsed_s=("seconds", number), mem_usage_gb=("gib", gigabytes)), t(W, END)
+        b.values(ev.WeightLoadEnd, elapsed_s=("seconds", number), mem_usage_gb=("gib", gigabytes)),
+        t(W, END),
+        step=Step("model_loading", W, whole=True),
     ),
     "model_weights_took": _row(b.values(ev.WeightLoadEnd, mem_usage_gb=("gib", gigabytes)), t(W, END)),
     # -- memory profiling and KV-cache sizing -----------------------------------------------------
     "memory_profiling_results": _row(_NOTE, t(M, EVIDENCE)),
-    "memory_profiling_takes": _row(_NOTE, t(M, EVIDENCE)),
+    "memory_profiling_takes": _row(b.timed_note("seconds"), t(M, EVIDENCE), step=Step("memory_profiling", M)),
     "memory_profiling_detail": _row(_NOTE, t(M, WEAK)),
     "available_kv_memory": _row(_NOTE, t(M, EVIDENCE)),
     "gpu_blocks": _row(_NOTE, t(M, EVIDENCE)),
     "kv_cache_size": _row(_NOTE, t(M, EVIDENCE)),
     "max_concurrency": _row(_NOTE, t(M, EVIDENCE)),
-    "profiling_run_took": _row(_NOTE, t(M, EVIDENCE)),
+    "profiling_run_took": _row(b.timed_note("elapsed"), t(M, EVIDENCE), step=Step("profiling_run", M)),
     "encoder_cache_budget": _row(_NOTE, t(M, EVIDENCE)),
     "profiling_skipped": _row(_NOTE, t(M, EVIDENCE)),
     # -- torch.compile (V1: inside the profiling run) and CUDA graphs -----------------------------
@@ -110,7 +127,7 @@ _MESSAGES: dict[str, Message] = {
     "compile_loaded": _row(_NOTE, t(C, EVIDENCE)),
     "compile_cached": _row(_NOTE, t(C, EVIDENCE)),
     "compile_start": _row(_NOTE, t(C, EVIDENCE)),
-    "compile_total": _row(_NOTE, t(C, EVIDENCE)),
+    "compile_total": _row(b.timed_note("elapsed"), t(C, EVIDENCE), step=Step("torch_compile", C)),
     "compile_warmup": _row(_NOTE, t(C, EVIDENCE)),
     "vllm_capture_begin": _row(b.values(ev.CaptureBegin, {"graph": "cuda graph"}), t(C, BEGIN)),
     "capture_memory_note": _row(_NOTE, t(C, EVIDENCE)),
@@ -118,9 +135,11 @@ _MESSAGES: dict[str, Message] = {
     "capture_finished": _row(
         b.values(ev.CaptureEnd, {"graph": "cuda graph"}, elapsed_s=("capture_secs", number), mem_usage_gb=("gib", gigabytes)),
         t(C, END),
+        step=Step("graph_capture", C),
     ),
     # the engine core's last start-up line: profiling, KV cache, compile and capture are done
-    "init_engine_took": _row(_NOTE, CLOSE),
+    # profiling (V1: with torch.compile in it), the KV cache and capture: memory_pool through capture
+    "init_engine_took": _row(b.timed_note("engine_seconds"), CLOSE, step=Step("init_engine", M, through=C)),
     # -- the API server after the engine (warmup), serving (ready) --------------------------------
     "api_server_start": _row(_NOTE, HTTP_UP),
     "routes": _row(_NOTE, HTTP_UP),
@@ -397,6 +416,7 @@ PACK = Pack(
     signatures=_SIGNATURES,
     functions=_FUNCTIONS,
     hints=_HINTS,
+    notes="notes.json",  # written by scripts/vllm_notes.py from grammars/vllm/catalogue
     hint_settings={"gmu": "gpu_memory_utilization", "max_len": "max_model_len", "seqs": "max_num_seqs", "port": "port"},
     # (SGLang's dump names its model model_path: a dump with 'model' alone is vLLM's non-default args)
     config_marks=(

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from logphase.faces.exit_codes import EXIT_FAILED, EXIT_READY
 from logphase.faces.inputs import InputError, check_since, parse_expect, read_input, read_startups
-from logphase.faces.options import add_jobs, add_since, add_tolerance
+from logphase.faces.options import add_jobs, add_server, add_since, add_tolerance
 
 if TYPE_CHECKING:
     from logphase.faces.oracle import Expectations
@@ -62,6 +62,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("-v", "--verbose", action="store_true", help="print every check, not only the violated ones")
     add_jobs(p)
+    add_server(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -90,12 +91,12 @@ def run(args: argparse.Namespace) -> int:
     if args.baseline is not None:
         if args.baseline == "-" and "-" in args.files:
             raise InputError("only one of LOG and --baseline can be standard input")
-        want.baseline = read_input(args.baseline)
+        want.baseline = read_input(args.baseline, server=args.server)
     out = sys.stdout.buffer
     if len(args.files) == 1:
         # one startup, or each server of a saved merged report of a deployment (prefill, decode, router)
         ok = True
-        for report in read_startups(args.files[0], args.since):
+        for report in read_startups(args.files[0], args.since, args.server):
             result = check(report, want)
             ok = ok and result.ok
             if args.json:
@@ -132,7 +133,7 @@ def _many(args: argparse.Namespace, want: Expectations) -> int:
         sys.stderr.write(f"logphase: {message}\n")
         sys.stderr.flush()
 
-    outcomes = run_batch(args.files, args.since, {}, args.jobs or default_jobs(), emit, report_error)
+    outcomes = run_batch(args.files, args.since, {}, args.jobs or default_jobs(), emit, report_error, args.server)
     unreadable = [o for o in outcomes if o.error is not None]
     if not args.json:
         passed = codes.count(EXIT_READY)

@@ -12,7 +12,7 @@ import sys
 
 from logphase.faces.exit_codes import EXIT_FAILED, EXIT_READY
 from logphase.faces.inputs import InputError, read_input
-from logphase.faces.options import add_tolerance
+from logphase.faces.options import add_server, add_tolerance
 
 NAME = "compare"
 HELP = "compare two startups phase by phase; exit 1 on a regression"
@@ -23,6 +23,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("new", metavar="NEW", help="the run to judge: a log or a saved report (- for standard input)")
     add_tolerance(p, "")
     p.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    add_server(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -37,8 +38,8 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(str(exc)) from None
     if args.baseline == "-" and args.new == "-":
         raise InputError("only one of BASELINE and NEW can be standard input")
-    baseline = read_input(args.baseline)
-    new = read_input(args.new)
+    baseline = read_input(args.baseline, server=args.server)
+    new = read_input(args.new, server=args.server)
     result = compare(baseline, new, tolerance, slack)
     out = sys.stdout.buffer
     if args.json:

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from logphase.faces.exit_codes import EXIT_INTERRUPTED, EXIT_TIMEOUT, OUTCOME_EXIT
 from logphase.faces.inputs import InputError, check_since, parse_expect
-from logphase.faces.options import add_color, add_expect_since, add_merge
+from logphase.faces.options import add_color, add_expect_since, add_merge, add_server
 from logphase.pipeline.phases import Phase
 
 if TYPE_CHECKING:
@@ -93,6 +93,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_merge(p)
     add_expect_since(p)
     add_color(p)
+    add_server(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -139,6 +140,7 @@ def follow_options(args: argparse.Namespace) -> FollowOptions:
         expect=parse_expect(args.expect),
         since=args.since,
         exit_at_verdict=args.exit_at_verdict,
+        server=args.server,
     )
 
 

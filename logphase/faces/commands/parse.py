@@ -13,7 +13,6 @@ from logphase.faces.inputs import InputError, check_since, feed_all, open_input,
 from logphase.faces.options import add_color, add_expect_since, add_jobs, add_merge, add_server
 
 if TYPE_CHECKING:
-    from logphase.pipeline.clock import YearHint
     from logphase.pipeline.events import EventBase
     from logphase.pipeline.lines import LogicalLine
     from logphase.pipeline.merge import MergedReport
@@ -46,13 +45,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import orjson
 
+    from logphase.pipeline.clock import input_year_hint
     from logphase.pipeline.engine import Engine
 
     expect = parse_expect(args.expect)
     check_since(args.since)
     _check_run(args)
-    if args.server is not None and (args.merge or len(args.files) > 1):
-        raise InputError("--server applies to one log at a time")
     if args.merge:
         return _merged(args, expect)
     if len(args.files) > 1:
@@ -75,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
         out.write(f"{line.lineno}: {line.text}\n".encode(errors="replace"))
 
     engine = Engine(
-        year=year_hint(args.files[0]),
+        year=input_year_hint(args.files[0]),
         source=source,
         since=args.since,
         on_unrecognized=print_unrecognized if args.unrecognized else None,
@@ -96,13 +94,6 @@ def run(args: argparse.Namespace) -> int:
         out.flush()  # already streamed while reading
         return OUTCOME_EXIT[report.outcome]
     return _print(report, args)
-
-
-def year_hint(name: str) -> YearHint:
-    """Where stamps without a year take theirs: the file's time, or today for standard input."""
-    from logphase.pipeline.clock import current_year_hint, file_time_hint
-
-    return (file_time_hint(name) if name != "-" else None) or current_year_hint()
 
 
 def _check_run(args: argparse.Namespace) -> None:
@@ -138,7 +129,7 @@ def _merged(args: argparse.Namespace, expect: dict[str, str]) -> int:
 
     if args.events or args.unrecognized:
         raise InputError("--events and --unrecognized read one log at a time")
-    return _print_merged(read_merged(args.files, args.since, expect, args.jobs or default_jobs()), args)
+    return _print_merged(read_merged(args.files, args.since, expect, args.jobs or default_jobs(), args.server), args)
 
 
 def _print_merged(merged: MergedReport, args: argparse.Namespace) -> int:
@@ -179,7 +170,7 @@ def _many(args: argparse.Namespace, expect: dict[str, str]) -> int:
         sys.stderr.write(f"logphase: {message}\n")
         sys.stderr.flush()
 
-    outcomes = run_batch(args.files, args.since, expect, args.jobs or default_jobs(), emit, report_error)
+    outcomes = run_batch(args.files, args.since, expect, args.jobs or default_jobs(), emit, report_error, args.server)
     if not args.json:
         out.write(f"{summary(outcomes)}\n".encode())
         out.flush()

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from logphase.faces.exit_codes import OUTCOME_EXIT
 from logphase.faces.inputs import InputError, check_since, feed_all, open_input, parse_expect, read_head
-from logphase.faces.options import add_expect_since, add_merge
+from logphase.faces.options import add_expect_since, add_merge, add_server
 
 if TYPE_CHECKING:
     from logphase.pipeline.merge import MergedReport
@@ -33,11 +33,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--run", type=int, metavar="N", help="draw run N of the file (1 is the first; default: the last)")
     add_merge(p)
     add_expect_since(p)
+    add_server(p)
 
 
 def run(args: argparse.Namespace) -> int:
     from logphase.faces.timeline import render_html, render_svg
     from logphase.faces.wording import headline
+    from logphase.pipeline.clock import input_year_hint
     from logphase.pipeline.engine import Engine
 
     expect = parse_expect(args.expect)
@@ -59,7 +61,8 @@ def run(args: argparse.Namespace) -> int:
             return _draw_merged(saved, args)
         report = saved
     else:
-        engine = Engine(source=source, since=args.since, collect_events=False)
+        year = input_year_hint(args.files[0])
+        engine = Engine(source=source, since=args.since, collect_events=False, server=args.server, year=year)
         feed_all(engine, handle, source, head=head)
         try:
             report = engine.report(expect, run=args.run)
@@ -81,7 +84,7 @@ def _merged(args: argparse.Namespace, expect: dict[str, str]) -> int:
 
     if args.run is not None:
         raise InputError("--run picks a run of one log; --merge reads the last run of each")
-    return _draw_merged(read_merged(args.files, args.since, expect, default_jobs()), args)
+    return _draw_merged(read_merged(args.files, args.since, expect, default_jobs(), args.server), args)
 
 
 def _draw_merged(merged: MergedReport, args: argparse.Namespace) -> int:
