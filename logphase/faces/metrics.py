@@ -16,7 +16,9 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from logphase.faces.inputs import InputError
+from logphase.pipeline.detect import summary_setting
 from logphase.pipeline.phases import PHASE_ORDER
+from logphase.servers.names import Server
 
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
@@ -60,14 +62,15 @@ def _info(report: Report | None, version: str) -> Any:
     from prometheus_client.core import InfoMetricFamily
 
     info = InfoMetricFamily("logphase", "logphase and the server it follows", labels=("version", "source", "model", "tp"))
-    config = report.config if report is not None else {}
+    model = summary_setting(report.server, report.config, "model") if report is not None else None
+    tp = summary_setting(report.server, report.config, "tp") if report is not None else None
     info.add_metric(
         [],
         {
             "version": version,
             "source": report.source if report is not None else "",
-            "model": str(config.get("model_path") or ""),
-            "tp": str(config.get("tp_size") or ""),
+            "model": str(model[1] or "") if model is not None else "",
+            "tp": str(tp[1] or "") if tp is not None else "",
         },
     )
     return info
@@ -137,7 +140,7 @@ def _per_rank_families(report: Report | None) -> Iterator[Any]:
     free = _gauge("logphase_gpu_free_bytes", "free GPU memory per rank at its latest phase boundary", ("rank", "boundary"))
     per_rank = report.memory.avail_gb.items() if report is not None else []
     ranks = [(rank, readings) for rank, readings in per_rank if readings]
-    cap = rank_cap(report.config if report is not None else {})
+    cap = rank_cap(report.config if report is not None else {}, report.server if report is not None else None)
     for rank, readings in ranks[:cap]:
         boundary, gb = _latest(readings)
         free.add_metric([rank, boundary], gb * GIB)
@@ -151,20 +154,21 @@ def _per_rank_families(report: Report | None) -> Iterator[Any]:
     yield omitted
 
 
-def rank_cap(config: Mapping[str, object]) -> int:
+def rank_cap(config: Mapping[str, object], server: Server | None = None) -> int:
     """How many per-rank series to serve: the world size from the server args (tp x pp x dp),
     RANK_CAP when they do not say; never more than 16 x RANK_CAP whatever they say."""
     size = 1
     known = False
-    for key in ("tp_size", "pp_size", "dp_size"):
-        value = config.get(key)
+    for key in ("tp", "pp", "dp"):
+        setting = summary_setting(server, dict(config), key)
+        value = setting[1] if setting is not None else None
         try:
             factor = int(str(value))
         except ValueError:
             continue
         if factor > 0:
             size *= factor
-            known = known or key == "tp_size"
+            known = known or key == "tp"
     return min(size, 16 * RANK_CAP) if known else RANK_CAP
 
 

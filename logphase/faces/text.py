@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 from typing import IO
 
 from logphase.faces.wording import clip, first_line, fmt_duration, headline, plural, server_label
+from logphase.pipeline.detect import summary_setting
 from logphase.pipeline.report import FailureReport, LinesReport, PhaseReport, RankSpan, Report, StepReport, UnaccountedReport
 from logphase.pipeline.runs import seconds_between
 
@@ -88,17 +89,14 @@ def _title(report: Report, color: bool, nodes: Mapping[str, str] | None) -> list
 
 
 def _model(report: Report, color: bool, nodes: Mapping[str, str] | None) -> list[str]:
-    model = report.config.get("model_path")
+    model = summary_setting(report.server, report.config, "model")
     if model is None:
         return []
-    parallel = ", ".join(
-        f"{k.removesuffix('_size')}={report.config[k]}"
-        for k in ("tp_size", "dp_size", "ep_size", "pp_size")
-        if report.config.get(k) not in (None, 1)
-    )
-    mfs = report.config.get("mem_fraction_static")
-    details = ", ".join(x for x in (parallel, f"mem_fraction_static={mfs}" if mfs is not None else "") if x)
-    return [f"  model {model}" + (f" ({details})" if details else "")]
+    sizes = ((name, summary_setting(report.server, report.config, name)) for name in ("tp", "dp", "ep", "pp"))
+    parallel = ", ".join(f"{name}={setting[1]}" for name, setting in sizes if setting is not None and setting[1] != 1)
+    memory = summary_setting(report.server, report.config, "memory")
+    details = ", ".join(x for x in (parallel, f"{memory[0]}={memory[1]}" if memory is not None else "") if x)
+    return [f"  model {model[1]}" + (f" ({details})" if details else "")]
 
 
 def _ranks(report: Report, color: bool, nodes: Mapping[str, str] | None) -> list[str]:

@@ -13,7 +13,8 @@ This module is the one place that decides which server a run is: the machine ask
 start (``server_start``), for a line that only one server prints when no start was seen
 (``server_of_rule``), for the server whose stamped prefix the bulk path reads (``STAMPED_SERVER``),
 the report for the run's server in the end (``run_server``), and the advice, when no line said,
-by the run's configuration dump (``server_of_config``).
+by the run's configuration dump (``server_of_config``); a summary reads a run's settings with its
+server's keys (``summary_setting``).
 """
 
 from __future__ import annotations
@@ -131,3 +132,15 @@ def _start_line(text: str) -> Start | None:
     if parsed is None or row is None:
         return None
     return Start(row.server, parsed.value("version"), row.begins)
+
+
+def summary_setting(server: Server | None, config: dict[str, Any], name: str) -> tuple[str, Any] | None:
+    """(the server's key, its value) for a setting a summary shows by logphase's name ('model',
+    'tp', 'memory': see ``Pack.summary_settings``), read with the keys of the run's server, else of
+    the server its dump belongs to; None when the dump does not give it."""
+    wanted = server or server_of_config(config)
+    pack = next((p for p in PACKS if p.name == wanted), None)
+    key = pack.summary_settings.get(name) if pack is not None else None
+    if key is None or config.get(key) is None:
+        return None
+    return key, config[key]

@@ -151,6 +151,9 @@ class Pack:
     hints: tuple[Hint, ...] = ()
     # the server's config keys the hints quote (hint value -> key of the server's arguments)
     hint_settings: Mapping[str, str] = field(default_factory=dict)
+    # the settings a summary shows (the text's model line, the metrics' labels), by logphase's names
+    # (model, tp, dp, ep, pp; memory: the share of GPU memory the server takes) -> the server's keys
+    summary_settings: Mapping[str, str] = field(default_factory=dict)
     # keys only this server's configuration dump has: a run whose dump holds one gets its advice
     config_marks: tuple[str, ...] = ()
     # the messages only this server prints, at a run's start: a run that prints one is this server's

@@ -687,6 +687,10 @@ PACK = Pack(
     hints=_HINTS,
     hint_settings={"mfs": "mem_fraction_static", "max_bs": "cuda_graph_max_bs", "port": "port"},
     config_marks=("mem_fraction_static", "tp_size", "model_path"),
+    summary_settings={
+        "model": "model_path", "tp": "tp_size", "dp": "dp_size", "ep": "ep_size", "pp": "pp_size",
+        "memory": "mem_fraction_static",
+    },
     start_rules=("server_args",),
     launchers=("launch_server",),
     # vLLM's distributed helpers that SGLang reuses print these (grammars/vllm/vllm.lark reads them):

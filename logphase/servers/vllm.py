@@ -418,6 +418,10 @@ PACK = Pack(
     hints=_HINTS,
     notes="notes.json",  # written by scripts/vllm_notes.py from grammars/vllm/catalogue
     hint_settings={"gmu": "gpu_memory_utilization", "max_len": "max_model_len", "seqs": "max_num_seqs", "port": "port"},
+    summary_settings={
+        "model": "model", "tp": "tensor_parallel_size", "dp": "data_parallel_size", "pp": "pipeline_parallel_size",
+        "memory": "gpu_memory_utilization",
+    },
     # (SGLang's dump names its model model_path: a dump with 'model' alone is vLLM's non-default args)
     config_marks=(
         "model",
