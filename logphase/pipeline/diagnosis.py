@@ -242,10 +242,12 @@ def _assess_exception(e: ev.PythonException, after_ready: bool) -> Assessment | 
     readings = [read_error(_exception_text(x)) for x in exceptions]
     echo = next((i for i, r in enumerate(readings) if r.role is SignatureRole.ECHO), None)
     if echo is not None:
-        # the main process (or torchrun) noticing that a child died: its error is elsewhere
-        return _assessment(readings[echo], _exception_text(exceptions[echo]).split("\n", 1)[0], Severity.ECHO, None)._replace(
-            line=_exception_line(e, exceptions[echo])
-        )
+        # the main process (or torchrun) noticing that a child died, or a peer's connection closing:
+        # its error is elsewhere. Its frames are the echoing process's (the main process waits in
+        # launch code while a child loads weights): they show how far that process got, no more
+        echoed = _assessment(readings[echo], _exception_text(exceptions[echo]).split("\n", 1)[0], Severity.ECHO, None)
+        floor = _later(frames_floor(e.frames), frames_phase(e.frames))
+        return echoed._replace(line=_exception_line(e, exceptions[echo]), floor=floor)
     # the first exception of a chain is the original error, unless it is a wrapper quoting nothing known
     chosen = next(
         (i for i, r in enumerate(readings) if not (r.signature is None and r.phase is not None)),
@@ -264,6 +266,13 @@ def _assess_exception(e: ev.PythonException, after_ready: bool) -> Assessment | 
         reading.hint or (header_reading.hint if header_reading else None),
         frames_floor(e.frames),
     )
+
+
+def _later(first: Phase | None, second: Phase | None) -> Phase | None:
+    """The later of two phases (either may be unknown)."""
+    if first is None or second is None:
+        return first or second
+    return first if first.order >= second.order else second
 
 
 def _ignored(e: ev.PythonException, after_ready: bool) -> bool:

@@ -36,7 +36,11 @@ MAX_FRAMES = 200
 
 
 # an exception line standing alone: an exception class at the start, then ':' or nothing
-_EXCEPTION_HEAD = r"^(?:[A-Za-z_]\w*\.)*[A-Za-z_]?\w*(?:Error|Exception|Exit|Interrupt)(?::|\s*$)"
+# (or any class of a library's exceptions module: 'requests.exceptions.ReadTimeout: ...')
+_EXCEPTION_HEAD = (
+    r"^(?:(?:[A-Za-z_]\w*\.)*[A-Za-z_]?\w*(?:Error|Exception|Exit|Interrupt)(?::|\s*$)"
+    r"|(?:[A-Za-z_]\w*\.)*(?:exceptions|errors)\.[A-Z]\w*:)"
+)
 # what a line that opens a record has in it, from the grammar's terminals: a header, a frame, a
 # faulthandler stack, a C++ terminate, or an exception class at the start of the line
 # the record openers a line can hold after other text (a logged message, SGLang's prefix)
@@ -93,6 +97,11 @@ class OpenRecord:
     # its frames and exception line are the message's lines, not a traceback of their own
     quoting: bool = False
     statement: str | None = None  # the source line under the last frame
+    # pasted tracebacks: frames at the margin (a tracker stripped the indentation, so the source
+    # lines are at the margin too), and a frame line a narrow paste folded, waiting for its rest
+    margin: bool = False
+    folded_frame: str | None = None
+    last_frame_text: str | None = None  # the last line, when it was a frame line (its rest may follow)
     # faulthandler: the stacks of the dump's threads, innermost frame first as it prints them
     stacks: list[tuple[bool, list[ev.Frame]]] = field(default_factory=list)
 
@@ -239,12 +248,15 @@ def _continue(record: OpenRecord, text: str, lineno: int, cut: bool = False) -> 
         if record.state is State.MESSAGE:
             record.state = State.GAP
         return True
+    unfolded = _unfold_frame(record, text, stripped, shape)
+    if unfolded is not None:
+        return unfolded
     if rule == "tb_header" and shape is not None and shape.value("logged_by") is None:
         return _bare_header(record)
     if rule == "tb_header" and shape is not None and record.state is State.FRAMES and record.frames:
         return _quoting_exception(record, shape, lineno)
-    if text.startswith((" ", "\t")):
-        return _continue_indented(record, stripped, shape, cut)
+    if text.startswith((" ", "\t")) or rule == "tb_frame":
+        return _continue_indented(record, stripped, shape, cut, text)
     if rule == "tb_chain":
         record.state = State.CHAIN
         return True
@@ -261,8 +273,9 @@ def _bare_header(record: OpenRecord) -> bool:
     return False
 
 
-def _continue_indented(record: OpenRecord, stripped: str, shape: Parsed | None, cut: bool) -> bool:
-    """An indented line: a frame, the source line of a frame, or a message's continuation."""
+def _continue_indented(record: OpenRecord, stripped: str, shape: Parsed | None, cut: bool, text: str = "") -> bool:
+    """An indented line (or a frame at the margin): a frame, the source line of a frame, or a
+    message's continuation."""
     if record.quoting and record.state is State.MESSAGE:
         record.exceptions[-1].message_lines.append(stripped)  # a line of the quoted traceback
         return True
@@ -276,6 +289,8 @@ def _continue_indented(record: OpenRecord, stripped: str, shape: Parsed | None, 
         record.frames.append(frame.model_copy(update={"function": None}) if cut else frame)
         record.state = State.FRAMES
         record.statement = None
+        record.last_frame_text = None if cut else text
+        record.margin = record.margin or not text.startswith((" ", "\t"))
         return True
     if record.state is State.FRAMES and record.frames and record.statement is None:
         record.statement = stripped  # the source line of the innermost frame so far
@@ -288,6 +303,10 @@ def _continue_unindented(record: OpenRecord, stripped: str, shape: Parsed | None
     """A line at the margin: after the frames, the exception line; after it, its message's lines."""
     if record.state is State.FRAMES:
         if not _names_an_exception(shape):
+            if record.margin and record.frames and (record.statement is None or _CARETS.fullmatch(stripped)):
+                # frames at the margin: so is the source line under each (and its ^^^^ marks)
+                record.statement = record.statement or stripped
+                return True
             return None  # 'srun: Terminating StepId=...' between a traceback's frames
         record.exceptions.append(_exception(shape, stripped, lineno))
         record.state = State.MESSAGE
@@ -296,6 +315,58 @@ def _continue_unindented(record: OpenRecord, stripped: str, shape: Parsed | None
         record.exceptions[-1].message_lines.append(stripped)
         return True
     return False
+
+
+# the start of a frame line, and the marks under a source line (Python 3.11+)
+_FRAME_START = re.compile(r'File "')
+_CARETS = re.compile(r"[\^~ ]+")
+# what may end a frame line a paste folded inside its function's name ('... in init_memory_po' + 'ol')
+_NAME_TAIL = re.compile(r"[\w.<>]+")
+_STATEMENT_WORDS = frozenset({"raise", "return", "pass", "break", "continue", "yield", "await"})
+# a fold happens only in a long line: a shorter frame line ends where Python ended it
+_FOLD_MIN = 60
+
+
+def _unfold_frame(record: OpenRecord, text: str, stripped: str, shape: Parsed | None) -> bool | None:
+    """A frame line a paste folded at its width: its first part (kept until its rest comes), the
+    line that completes a frame line cut before its function, or the tail of a function's name cut
+    at the margin. None for a line that is none of these (a frame line still incomplete is given
+    up: it says nothing)."""
+    if shape is None and record.state is State.FRAMES and _FRAME_START.match(stripped) and record.folded_frame is None:
+        record.folded_frame = text  # 'File "/usr/lib/.../model_ru'
+        return True
+    if record.folded_frame is not None:
+        return _rest_of_frame(record, text)
+    return _tail_of_function(record, text, stripped)
+
+
+def _rest_of_frame(record: OpenRecord, text: str) -> bool | None:
+    """The line after the first part of a folded frame line: the frame, whole again, or more of it."""
+    joined, record.folded_frame = record.folded_frame + text if record.folded_frame else text, None
+    shape = line_shape(joined)
+    if shape is not None and shape.rule == "tb_frame":
+        return _continue_indented(record, joined.strip(), shape, False, joined)
+    if _FRAME_START.match(joined.strip()) and len(joined) < MAX_PARSE_CHARS and '", line ' not in joined:
+        record.folded_frame = joined  # folded more than once (a narrow box, a long path)
+        return True
+    return None
+
+
+def _tail_of_function(record: OpenRecord, text: str, stripped: str) -> bool | None:
+    """The line after a long frame line, at the margin: the rest of its function's name (or of its
+    line number and function) when the frame line and it make one frame line."""
+    previous, record.last_frame_text = record.last_frame_text, None
+    if previous is None or len(previous) < _FOLD_MIN or text[:1] in " \t" or not record.frames:
+        return None
+    # after a whole function's first letters only the rest of its name: a statement at the margin
+    # ('raise', 'main()') is the source line of a traceback a tracker stripped of its indentation
+    if record.frames[-1].function is not None and (not _NAME_TAIL.fullmatch(stripped) or stripped in _STATEMENT_WORDS):
+        return None
+    shape = line_shape(previous + text)
+    if shape is None or shape.rule != "tb_frame" or shape.value("frame_function") is None:
+        return None
+    record.frames[-1] = _frame(shape)
+    return True
 
 
 def _quoting_exception(record: OpenRecord, shape: Parsed, lineno: int) -> bool | None:
@@ -438,7 +509,10 @@ def _headless(at: LineInfo, text: str, shape: Parsed) -> OpenRecord | None:
         _continue_dump(record, text, shape)
         return record
     if rule == "tb_frame":
-        return OpenRecord(at=at, header=None, uncaught=True, frames=[_frame(shape)], headerless=True)
+        margin = not text.startswith((" ", "\t"))  # a paste that lost the frames' indentation
+        return OpenRecord(
+            at=at, header=None, uncaught=True, frames=[_frame(shape)], headerless=True, margin=margin, last_frame_text=text
+        )
     if rule == "tb_exception" and re.match(_EXCEPTION_HEAD, text.strip()):
         first = _exception(shape, text.strip(), at.line)
         return OpenRecord(at=at, header=None, uncaught=True, exceptions=[first], state=State.MESSAGE, headerless=True)
