@@ -45,7 +45,11 @@ _EXCEPTION_HEAD = (
 # faulthandler stack, a C++ terminate, or an exception class at the start of the line
 # the record openers a line can hold after other text (a logged message, SGLang's prefix)
 OPENER_TERMINALS = ("TRACEBACK", "THREAD_EXCEPTION", "FATAL_ERROR", "THREAD_DUMP", "TERMINATE")
-_OPENERS = re.compile("|".join([terminal_pattern("traceback", t) for t in OPENER_TERMINALS] + [r'^\s*File "', _EXCEPTION_HEAD]))
+# a header a paste folded: the line ends inside 'Traceback (most recent call last):'
+_FOLDED_HEADER = r"Traceback \([\w ]*$"
+_OPENERS = re.compile(
+    "|".join([terminal_pattern("traceback", t) for t in OPENER_TERMINALS] + [r'^\s*File "', _EXCEPTION_HEAD, _FOLDED_HEADER])
+)
 OPENERS = _OPENERS  # the bulk path's pre-filter searches for their literals (prefilter.py)
 # a line cut inside a traceback header: "[...] Scheduler hit an exception: Tra" at the end of the input
 _HEADER_TEXT = "Traceback (most recent call last):"
@@ -199,6 +203,8 @@ class RecordAssembler:
         """Give a line to the open record of its stream (``cut``: the input ended inside it). Returns
         (consumed, closed events)."""
         stream = env.stream
+        if self._takes_fold(env, lineno):
+            return True, []
         record = self._open.get(stream)
         if record is None:
             return False, []
@@ -212,6 +218,10 @@ class RecordAssembler:
                 return False, []
             return False, self.close(stream)
         consumed = _continue(record, text, lineno, cut)
+        if record.headerless and record.state is State.FRAMES and not record.frames and record.folded_frame is None:
+            # the first part of a frame line whose rest never came: a line that only looked like one
+            del self._open[stream]
+            return False, []
         if consumed is None:
             return False, []  # another writer's line between the frames: the record stays open
         if consumed:
@@ -222,6 +232,26 @@ class RecordAssembler:
                 return True, self.close(stream)
             return True, []
         return False, self.close(stream)
+
+
+    def _takes_fold(self, env: Envelope, lineno: int) -> bool:
+        """Whether a line without any prefix is the rest of a frame line that a paste folded in
+        another stream's record (the fold left the rank's or journald's prefix on its first part)."""
+        if env.stream is not None or env.stamped or env.process is not None:
+            return False
+        for stream, record in self._open.items():
+            if stream is None or (record.folded_frame is None and record.last_frame_text is None):
+                continue
+            text = env.message
+            if record.folded_frame is not None:
+                taken = _rest_of_frame(record, text)
+            else:
+                taken = _tail_of_function(record, text, text.strip())
+            if taken:
+                record.lines += 1
+                record.last_line = lineno
+                return True
+        return False
 
 
 def _frame(shape: Parsed) -> ev.Frame:
@@ -462,7 +492,9 @@ def opens_record(env: Envelope, at: LineInfo) -> OpenRecord | None:
         return None  # a cheap test first: most lines are not traceback lines
     shape = line_shape(text)
     if shape is None:
-        return None
+        # a header folded by a paste ('... hit an exception: Traceback (most recent cal'): the
+        # rest of it is on the next line, the frames after it
+        return cut_header(env, at) if re.search(_FOLDED_HEADER, text) else _folded_first_frame(env, at, text)
     first = _FIRST_LINES.get(shape.rule)
     if first is not None:
         return first(env, at, text, shape)
@@ -517,6 +549,14 @@ def _headless(at: LineInfo, text: str, shape: Parsed) -> OpenRecord | None:
         first = _exception(shape, text.strip(), at.line)
         return OpenRecord(at=at, header=None, uncaught=True, exceptions=[first], state=State.MESSAGE, headerless=True)
     return None
+
+
+def _folded_first_frame(env: Envelope, at: LineInfo, text: str) -> OpenRecord | None:
+    """A window that starts at a frame line a paste folded ('  File "/usr/lib/.../model_ru'): a
+    headless record waiting for the rest of it (given up, with nothing said, if it never comes)."""
+    if env.stamped or not _FRAME_START.match(text.lstrip()) or len(text) > MAX_PARSE_CHARS:
+        return None
+    return OpenRecord(at=at, header=None, uncaught=True, headerless=True, folded_frame=text)
 
 
 def _has_comma_in(frame_line: str) -> bool:
