@@ -26,8 +26,8 @@ of the log; a variant wraps it as a paste does. The rule each window must keep:
   the root's stating line, for a root that is one line); a window without the frames that made a
   cause-less exception in weight loading a ``model_load_error`` may call it ``python_exception``;
 * **cause line** (windows that keep line numbers): the root's header when it is in the window, else
-  the first line of the headerless record or one of its exception lines (a chain's first exception is
-  the original error).
+  the first line of the headerless record, one of its exception lines (a chain's first exception is
+  the original error) or the header of one of the chain's tracebacks.
 
 Wrapped variants keep the same rule on their outcome, phase and cause.
 """
@@ -53,6 +53,7 @@ from logphase.pipeline.report import Report
 from logphase.pipeline.signatures import read_error
 from tests.conftest import fixture_logs
 
+_HEADER = b"Traceback (most recent call last):"
 FIXTURES = {p.name: p.read_bytes() for p in fixture_logs()}
 _FRAME = re.compile(r'File "(?P<path>[^"]+)", line (?P<lineno>\d+), in (?P<function>[\w.<>]+)\s*$')
 
@@ -157,7 +158,9 @@ def expected(name: str, start: int) -> Expected:
         if root.header is not None and start <= root.header:
             lines = frozenset({full.failure.line - start + 1})
         elif root.header is not None or full.failure.line in root.stating:
-            lines = frozenset({*(line - start + 1 for line in root.stating), max(start, root.first) - start + 1})
+            headers = [n for n in range(start, root.last + 1) if _HEADER in lines_of(name)[n - 1]]
+            accepted = {*root.stating, *headers, max(start, root.first)}
+            lines = frozenset(line - start + 1 for line in accepted if line >= start)
     return Expected(failed, phase if evidence else None, ceiling, causes, lines, evidence or "none")
 
 

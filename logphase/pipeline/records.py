@@ -106,6 +106,8 @@ class OpenRecord:
     margin: bool = False
     folded_frame: str | None = None
     last_frame_text: str | None = None  # the last line, when it was a frame line (its rest may follow)
+    frame_indent: int = 0  # the frame lines' indentation: a line left of it is no source line
+    tail: str = ""  # the last character of the last line taken (a fold goes on mid-word or after a space)
     # faulthandler: the stacks of the dump's threads, innermost frame first as it prints them
     stacks: list[tuple[bool, list[ev.Frame]]] = field(default_factory=list)
 
@@ -203,7 +205,7 @@ class RecordAssembler:
         """Give a line to the open record of its stream (``cut``: the input ended inside it). Returns
         (consumed, closed events)."""
         stream = env.stream
-        if self._takes_fold(env, lineno):
+        if self._takes_fold(env, lineno, foreign):
             return True, []
         record = self._open.get(stream)
         if record is None:
@@ -227,6 +229,7 @@ class RecordAssembler:
         if consumed:
             record.lines += 1
             record.last_line = lineno
+            record.tail = text[-1:]
             limit = MAX_MESSAGE_LINES + (2 * MAX_FRAMES if record.quoting else 0)
             if record.state is State.MESSAGE and len(record.exceptions[-1].message_lines) > limit:
                 return True, self.close(stream)
@@ -234,24 +237,43 @@ class RecordAssembler:
         return False, self.close(stream)
 
 
-    def _takes_fold(self, env: Envelope, lineno: int) -> bool:
-        """Whether a line without any prefix is the rest of a frame line that a paste folded in
-        another stream's record (the fold left the rank's or journald's prefix on its first part)."""
-        if env.stream is not None or env.stamped or env.process is not None:
+    def _takes_fold(self, env: Envelope, lineno: int, foreign: bool) -> bool:
+        """Whether a line without any prefix is the rest of a frame line, or of an exception line,
+        that a paste folded in another stream's record (the fold left the rank's, the process's or
+        journald's prefix on its first part only)."""
+        if env.stream is not None or env.stamped or env.process is not None or foreign:
             return False
         for stream, record in self._open.items():
-            if stream is None or (record.folded_frame is None and record.last_frame_text is None):
+            if stream is None:
                 continue
             text = env.message
             if record.folded_frame is not None:
                 taken = _rest_of_frame(record, text)
-            else:
+            elif record.last_frame_text is not None:
                 taken = _tail_of_function(record, text, text.strip())
+            else:
+                taken = _rest_of_exception(record, text, lineno)
             if taken:
                 record.lines += 1
                 record.last_line = lineno
+                record.tail = text[-1:]
                 return True
         return False
+
+
+def _rest_of_exception(record: OpenRecord, text: str, lineno: int) -> bool:
+    """The line right after a long exception line, at the margin and not a record's first line: the
+    rest of it, folded by a paste (its signature may span the fold: diagnosis reads it unfolded)."""
+    if record.state is not State.MESSAGE or lineno != record.last_line + 1 or text[:1] in " \t":
+        return False
+    if not (record.tail == " " or (record.tail.isalnum() and text[:1].isalnum())):
+        return False  # the line before ended a sentence or a word: this one is another writer's
+    last = record.exceptions[-1].message_lines if record.exceptions else []
+    # (its own prefix made the folded line long: the message part of it may be short)
+    if not last or len(last[-1]) < _FOLD_MIN // 2 or not text.strip() or _OPENERS.search(text) is not None:
+        return False
+    last.append(text.strip())
+    return True
 
 
 def _frame(shape: Parsed) -> ev.Frame:
@@ -286,7 +308,7 @@ def _continue(record: OpenRecord, text: str, lineno: int, cut: bool = False) -> 
     if rule == "tb_header" and shape is not None and record.state is State.FRAMES and record.frames:
         return _quoting_exception(record, shape, lineno)
     if text.startswith((" ", "\t")) or rule == "tb_frame":
-        return _continue_indented(record, stripped, shape, cut, text)
+        return _continue_indented(record, stripped, shape, cut, text, lineno)
     if rule == "tb_chain":
         record.state = State.CHAIN
         return True
@@ -303,13 +325,20 @@ def _bare_header(record: OpenRecord) -> bool:
     return False
 
 
-def _continue_indented(record: OpenRecord, stripped: str, shape: Parsed | None, cut: bool, text: str = "") -> bool:
+def _continue_indented(
+    record: OpenRecord, stripped: str, shape: Parsed | None, cut: bool, text: str = "", lineno: int = 0
+) -> bool | None:
     """An indented line (or a frame at the margin): a frame, the source line of a frame, or a
     message's continuation."""
+    is_frame = shape is not None and shape.rule == "tb_frame"
+    if record.state is State.FRAMES and len(text) - len(text.lstrip()) < record.frame_indent and not is_frame:
+        # left of the frames: the exception line of a traceback whose lines all lost the same
+        # part of their prefix ('[rank1]:' dropped from '[rank1]: ValueError: ...')
+        return _continue_unindented(record, stripped, line_shape(stripped), lineno)
     if record.quoting and record.state is State.MESSAGE:
         record.exceptions[-1].message_lines.append(stripped)  # a line of the quoted traceback
         return True
-    if shape is not None and shape.rule == "tb_frame":
+    if shape is not None and is_frame:
         if record.state in (State.GAP, State.MESSAGE):
             # frames after the exception line: another traceback, its header not in the log (or
             # quoted in the message, as Ray's RayTaskError quotes its worker's): read on its own
@@ -321,6 +350,7 @@ def _continue_indented(record: OpenRecord, stripped: str, shape: Parsed | None, 
         record.statement = None
         record.last_frame_text = None if cut else text
         record.margin = record.margin or not text.startswith((" ", "\t"))
+        record.frame_indent = len(text) - len(text.lstrip())
         return True
     if record.state is State.FRAMES and record.frames and record.statement is None:
         record.statement = stripped  # the source line of the innermost frame so far
@@ -500,7 +530,10 @@ def opens_record(env: Envelope, at: LineInfo) -> OpenRecord | None:
         return first(env, at, text, shape)
     if env.stamped:
         return None  # a server's logger prints records whole: a stamped line is no fragment of one
-    return _headless(at, text, shape)
+    record = _headless(at, text, shape)
+    if record is not None:
+        record.tail = text[-1:]
+    return record
 
 
 def _thread_exception(env: Envelope, at: LineInfo, text: str, shape: Parsed) -> OpenRecord:
@@ -541,9 +574,16 @@ def _headless(at: LineInfo, text: str, shape: Parsed) -> OpenRecord | None:
         _continue_dump(record, text, shape)
         return record
     if rule == "tb_frame":
-        margin = not text.startswith((" ", "\t"))  # a paste that lost the frames' indentation
+        indent = len(text) - len(text.lstrip())  # none: a paste that lost the frames' indentation
         return OpenRecord(
-            at=at, header=None, uncaught=True, frames=[_frame(shape)], headerless=True, margin=margin, last_frame_text=text
+            at=at,
+            header=None,
+            uncaught=True,
+            frames=[_frame(shape)],
+            headerless=True,
+            margin=not indent,
+            last_frame_text=text,
+            frame_indent=indent,
         )
     if rule == "tb_exception" and re.match(_EXCEPTION_HEAD, text.strip()):
         first = _exception(shape, text.strip(), at.line)
