@@ -313,3 +313,64 @@ if __name__ == "__main__":
             kinds[f"{wrap}: {problem.split(',')[0].split(' ')[0]}"] += 1
         print(name, start, wrap, "; ".join(found), file=sys.stdout)
     print(total, "windows break the rule", dict(kinds))
+
+
+# -- frames of other packages ----------------------------------------------------------------------
+
+_SITE = "/usr/local/lib/python3.12/dist-packages"
+
+
+def test_a_library_function_named_like_a_server_function_is_no_evidence() -> None:
+    """A row for any file is a server's function: torch's 'capture' (cuda/graphs.py) is not
+    SGLang's; a library's frame says a phase only by a row naming its file (a known call site)."""
+    assert frame_phase("capture", f"{_SITE}/torch/cuda/graphs.py") is None
+    assert frame_phase("load_model", f"{_SITE}/transformers/modeling_utils.py") is None
+    assert frame_phase("capture", f"{_SITE}/sglang/srt/model_executor/cuda_graph_runner.py") is Phase.CUDA_GRAPH_CAPTURE
+    assert frame_phase("load_model", f"{_SITE}/vllm/worker/model_runner.py") is Phase.WEIGHT_LOADING
+    assert frame_phase("init_process_group", f"{_SITE}/torch/distributed/distributed_c10d.py") is Phase.DISTRIBUTED_INIT
+    assert frame_phase("capture", "scheduler.py") is Phase.CUDA_GRAPH_CAPTURE  # a path a paste shortened
+
+
+def test_the_innermost_server_frame_decides_over_library_frames() -> None:
+    """A window inside a serving loop's traceback whose innermost frames are torch's and triton's."""
+    window_text = (
+        f'  File "{_SITE}/sglang/srt/managers/scheduler.py", line 1000, in event_loop_overlap\n'
+        "    batch_result = self.run_batch(batch)\n"
+        f'  File "{_SITE}/torch/cuda/graphs.py", line 80, in capture\n'
+        "    super().capture_begin(pool=pool)\n"
+        f'  File "{_SITE}/triton/runtime/autotuner.py", line 20, in load_model\n'
+        "    return self.fn.run(*args)\n"
+        "RuntimeError: Triton Error [CUDA]: an illegal memory access was encountered\n"
+    )
+    r = parse_bytes(window_text.encode(), source="x")
+    assert (r.outcome, r.phase) == ("failed", Phase.READY)
+
+
+# -- pastes, one shape each ------------------------------------------------------------------------
+
+_TRACEBACK = (
+    "[2026-05-09 09:20:05 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+    f'  File "{_SITE}/sglang/srt/managers/scheduler.py", line 3107, in run_scheduler_process\n'
+    "    scheduler = Scheduler(\n"
+    f'  File "{_SITE}/sglang/srt/model_executor/model_runner.py", line 659, in initialize\n'
+    "    self.init_memory_pool(pre_model_load_memory)\n"
+    f'  File "{_SITE}/sglang/srt/model_executor/model_runner_kv_cache_mixin.py", line 412, in init_memory_pool\n'
+    "    raise RuntimeError(\n"
+    "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current value: mem_fraction_static=0.85\n"
+    "[2026-05-09 09:20:06] Received sigquit from a child process. It usually means the child failed.\n"
+)
+
+
+@pytest.mark.parametrize("wrap", sorted(WRAPS))
+@pytest.mark.parametrize("start", range(1, 9))
+def test_a_pasted_window_of_a_traceback_keeps_its_phase_and_cause(wrap: str, start: int) -> None:
+    text = "".join(_TRACEBACK.splitlines(keepends=True)[start - 1 :]).encode()
+    r = parse_bytes(WRAPS[wrap][0](text), source="x")
+    assert r.outcome == "failed"
+    assert r.phase is Phase.MEMORY_POOL
+    assert r.failure is not None and r.failure.cause is Cause.KV_CACHE_INSUFFICIENT_MEMORY
+
+
+def test_a_line_that_only_looks_like_a_frame_s_first_part_says_nothing() -> None:
+    r = parse_bytes(b'  File "notes.txt\nwas not found, retrying\n', source="x")
+    assert r.failure is None and r.outcome != "failed"

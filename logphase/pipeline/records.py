@@ -112,6 +112,11 @@ class OpenRecord:
     stacks: list[tuple[bool, list[ev.Frame]]] = field(default_factory=list)
 
     @property
+    def fragment(self) -> bool:
+        """Only the first part of a folded frame line, its rest not (yet) seen: nothing to report."""
+        return self.headerless and self.state is State.FRAMES and not self.frames and not self.exceptions
+
+    @property
     def complete(self) -> bool:
         """The record has reached its exception line (or is a faulthandler dump or a C++ exception)."""
         return bool(self.exceptions) or self.fatal_message is not None or self.state is State.CXX
@@ -169,7 +174,7 @@ class RecordAssembler:
 
     def close(self, stream: str | None) -> list[ev.EventBase]:
         record = self._open.pop(stream, None)
-        return [record.to_event()] if record else []
+        return [record.to_event()] if record and not record.fragment else []
 
     def close_all(self) -> list[ev.EventBase]:
         out: list[ev.EventBase] = []
@@ -180,7 +185,7 @@ class RecordAssembler:
     def peek_all(self) -> list[ev.EventBase]:
         """The events the open records would give if closed now (the engine reports them early:
         a killed process never finishes its record)."""
-        return [record.to_event() for record in self._open.values()]
+        return [record.to_event() for record in self._open.values() if not record.fragment]
 
     def has_open(self) -> bool:
         return bool(self._open)
@@ -220,7 +225,7 @@ class RecordAssembler:
                 return False, []
             return False, self.close(stream)
         consumed = _continue(record, text, lineno, cut)
-        if record.headerless and record.state is State.FRAMES and not record.frames and record.folded_frame is None:
+        if record.fragment and record.folded_frame is None:
             # the first part of a frame line whose rest never came: a line that only looked like one
             del self._open[stream]
             return False, []
@@ -241,7 +246,7 @@ class RecordAssembler:
         """Whether a line without any prefix is the rest of a frame line, or of an exception line,
         that a paste folded in another stream's record (the fold left the rank's, the process's or
         journald's prefix on its first part only)."""
-        if env.stream is not None or env.stamped or env.process is not None or foreign:
+        if env.stream is not None or env.stamped or env.process is not None:
             return False
         for stream, record in self._open.items():
             if stream is None:
@@ -252,7 +257,7 @@ class RecordAssembler:
             elif record.last_frame_text is not None:
                 taken = _tail_of_function(record, text, text.strip())
             else:
-                taken = _rest_of_exception(record, text, lineno)
+                taken = not foreign and _rest_of_exception(record, text, lineno)
             if taken:
                 record.lines += 1
                 record.last_line = lineno
@@ -406,7 +411,7 @@ def _rest_of_frame(record: OpenRecord, text: str) -> bool | None:
     shape = line_shape(joined)
     if shape is not None and shape.rule == "tb_frame":
         return _continue_indented(record, joined.strip(), shape, False, joined)
-    if _FRAME_START.match(joined.strip()) and len(joined) < MAX_PARSE_CHARS and '", line ' not in joined:
+    if _FRAME_START.match(joined.strip()) and len(joined) < MAX_PARSE_CHARS and '", line ' not in joined and " " not in text:
         record.folded_frame = joined  # folded more than once (a narrow box, a long path)
         return True
     return None
@@ -568,6 +573,10 @@ _FIRST_LINES: dict[str, Callable[[Envelope, LineInfo, str, Parsed], OpenRecord]]
 def _headless(at: LineInfo, text: str, shape: Parsed) -> OpenRecord | None:
     """A record whose first line is not in the log: a window or a paste starts inside it."""
     rule = shape.rule
+    if rule == "tb_frame" and shape.value("frame_function") is None:
+        # '  File "/x/scheduler.py", line 210': no function, so neither a traceback's frame line
+        # nor faulthandler's whole: a frame line a paste folded, its rest on the next line
+        return OpenRecord(at=at, header=None, uncaught=True, headerless=True, folded_frame=text)
     if rule == "tb_thread_dump" or (rule == "tb_frame" and '", line ' in text and not _has_comma_in(text)):
         record = OpenRecord(at=at, header=None, uncaught=True, state=State.FATAL, headerless=True)
         record.fatal_message = "faulthandler stack dump (its 'Fatal Python error' line is not in the log)"
