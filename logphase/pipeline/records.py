@@ -410,6 +410,8 @@ def _rest_of_frame(record: OpenRecord, text: str) -> bool | None:
     joined, record.folded_frame = record.folded_frame + text if record.folded_frame else text, None
     shape = line_shape(joined)
     if shape is not None and shape.rule == "tb_frame":
+        if record.frames and record.frames[-1].function is None:
+            record.frames.pop()  # the folded part, read as a frame in case nothing followed
         return _continue_indented(record, joined.strip(), shape, False, joined)
     if _FRAME_START.match(joined.strip()) and len(joined) < MAX_PARSE_CHARS and '", line ' not in joined and " " not in text:
         record.folded_frame = joined  # folded more than once (a narrow box, a long path)
@@ -575,8 +577,9 @@ def _headless(at: LineInfo, text: str, shape: Parsed) -> OpenRecord | None:
     rule = shape.rule
     if rule == "tb_frame" and shape.value("frame_function") is None:
         # '  File "/x/scheduler.py", line 210': no function, so neither a traceback's frame line
-        # nor faulthandler's whole: a frame line a paste folded, its rest on the next line
-        return OpenRecord(at=at, header=None, uncaught=True, headerless=True, folded_frame=text)
+        # nor faulthandler's whole: a frame line a paste folded (its rest on the next line) or the
+        # input cut (a traceback all the same)
+        return OpenRecord(at=at, header=None, uncaught=True, frames=[_frame(shape)], headerless=True, folded_frame=text)
     if rule == "tb_thread_dump" or (rule == "tb_frame" and '", line ' in text and not _has_comma_in(text)):
         record = OpenRecord(at=at, header=None, uncaught=True, state=State.FATAL, headerless=True)
         record.fatal_message = "faulthandler stack dump (its 'Fatal Python error' line is not in the log)"
