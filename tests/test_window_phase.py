@@ -213,7 +213,7 @@ def problems(r: Report, want: Expected, numbered: bool) -> list[str]:
 # -- how a paste wraps a window --------------------------------------------------------------------
 
 _RANK_PREFIX = re.compile(
-    rb"^(?:\[rank\d+\]:|\[\d+,\d+\]<std(?:out|err)>:|\(\w+(?: rank=\d+)? pid=\d+\) |\d+: )",
+    rb"^(?:\[rank\d+\]: ?|\[\d+,\d+\]<std(?:out|err)>:|\(\w+(?: rank=\d+)? pid=\d+\) |\d+: )",
     re.MULTILINE,
 )
 
@@ -276,15 +276,42 @@ def interesting_starts(name: str) -> list[int]:
     return sorted(starts)
 
 
+# the wraps that keep each line whole (the property holds in full), and the folds: a fold also cuts
+# one-line messages (a marker, 'Received sigquit ...', a c10d or HSA error line), which only a
+# traceback's record puts back together: a folded window keeps the phase its frames show
+WHOLE_LINES = ("plain", "no_ranks", "dedented", "double_spaced")
+FOLDS = ("fold80", "fold120")
+
+
+def _start(name: str, data: st.DataObject) -> int:
+    count = len(lines_of(name))
+    return data.draw(st.one_of(st.sampled_from(interesting_starts(name)), st.integers(1, count)), label="window starts at line")
+
+
 @pytest.mark.parametrize("name", FAILED)
 @given(data=st.data())
 def test_a_window_of_a_failure_keeps_its_phase_and_cause(name: str, data: st.DataObject) -> None:
-    count = len(lines_of(name))
-    start = data.draw(
-        st.one_of(st.sampled_from(interesting_starts(name)), st.integers(1, count)), label="window starts at line"
-    )
-    wrap = data.draw(st.sampled_from(sorted(WRAPS)), label="wrapped as")
+    start = _start(name, data)
+    wrap = data.draw(st.sampled_from(WHOLE_LINES), label="wrapped as")
     assert window_problems(name, start, wrap) == []
+
+
+def folded_problems(name: str, start: int, wrap: str) -> list[str]:
+    """The rule on a folded window: the phase its frames show (markers and one-line errors may be
+    cut by the fold), never a later one."""
+    want = expected(name, start)
+    if not want.evidence.startswith(("frames", "statement")):
+        want = want._replace(phase=None)
+    want = want._replace(failed=False, causes=None, lines=None)
+    return problems(parse_bytes(WRAPS[wrap][0](window(name, start)), source="x"), want, False)
+
+
+@pytest.mark.parametrize("name", FAILED)
+@given(data=st.data())
+def test_a_folded_window_of_a_failure_keeps_the_phase_its_frames_show(name: str, data: st.DataObject) -> None:
+    start = _start(name, data)
+    wrap = data.draw(st.sampled_from(FOLDS), label="folded at")
+    assert folded_problems(name, start, wrap) == []
 
 
 def test_there_are_failures_to_window() -> None:

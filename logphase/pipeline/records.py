@@ -384,6 +384,8 @@ def _continue_unindented(record: OpenRecord, stripped: str, shape: Parsed | None
 
 # the start of a frame line, and the marks under a source line (Python 3.11+)
 _FRAME_START = re.compile(r'File "')
+# a frame line a fold cut before its function: in its path (a path with no blank), or in '", line 27'
+_INCOMPLETE_FRAME = re.compile(r'\s*File "(?:[^"\s]*|[^"\s]+"(?:,(?: (?:l(?:i(?:n(?:e(?: \d*)?)?)?)?)?)?)?)$')
 _CARETS = re.compile(r"[\^~ ]+")
 # what may end a frame line a paste folded inside its function's name ('... in init_memory_po' + 'ol')
 _NAME_TAIL = re.compile(r"[\w.<>]+")
@@ -413,7 +415,7 @@ def _rest_of_frame(record: OpenRecord, text: str) -> bool | None:
         if record.frames and record.frames[-1].function is None:
             record.frames.pop()  # the folded part, read as a frame in case nothing followed
         return _continue_indented(record, joined.strip(), shape, False, joined)
-    if _FRAME_START.match(joined.strip()) and len(joined) < MAX_PARSE_CHARS and '", line ' not in joined and " " not in text:
+    if _INCOMPLETE_FRAME.match(joined) and len(joined) < MAX_PARSE_CHARS:
         record.folded_frame = joined  # folded more than once (a narrow box, a long path)
         return True
     return None
