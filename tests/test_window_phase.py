@@ -29,7 +29,11 @@ of the log; a variant wraps it as a paste does. The rule each window must keep:
   the first line of the headerless record, one of its exception lines (a chain's first exception is
   the original error) or the header of one of the chain's tracebacks.
 
-Wrapped variants keep the same rule on their outcome, phase and cause.
+Wrapped variants that keep each line whole (rank prefixes dropped, frames dedented, lines doubled)
+keep the same rule. Folded variants (80 and 120 columns) keep the phase their frames show and never
+claim a later one; a fold also cuts one-line messages (markers, 'Received sigquit', one-line errors),
+which are not put back together: that gap is the hunt's (``python -m tests.test_window_phase`` checks
+every interesting window in every wrap against the whole rule and prints what breaks it).
 """
 
 from __future__ import annotations
