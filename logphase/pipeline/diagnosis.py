@@ -93,6 +93,20 @@ def statement_phase(statement: str | None) -> Phase | None:
     return call_phase(statement)
 
 
+def read_unfolded(text: str) -> Reading:
+    """What the cause table reads in an error's text; when it reads nothing in a text of several
+    lines, what it reads in them as one line (a paste folded a long error at its width: the lines
+    went on mid-word, or after a space the record dropped)."""
+    reading = read_error(text)
+    if reading.signature is not None or "\n" not in text:
+        return reading
+    for glue in ("", " "):
+        unfolded = read_error(text.replace("\n", glue))
+        if unfolded.signature is not None:
+            return unfolded
+    return reading
+
+
 def _known_messages(text: str) -> list[Parsed]:
     """The SGLang messages (sglang.lark) the lines of an error's text are, e.g. the
     'Rank 1 scheduler died during initialization ...' a RuntimeError carries."""
@@ -219,7 +233,7 @@ _BY_ERROR = {"bind_failed": "http_bind_failed"}
 
 def _from_text(text: str, severity: Severity, fallback: Cause) -> Assessment:
     """An event whose text is the error: the table decides, ``fallback`` when it knows nothing."""
-    return _assessment(read_error(text), text, severity, fallback)
+    return _assessment(read_unfolded(text), text, severity, fallback)
 
 
 def _assessment(reading: Reading, message: str, severity: Severity, fallback: Cause | None) -> Assessment:
@@ -239,13 +253,15 @@ def _assess_exception(e: ev.PythonException, after_ready: bool) -> Assessment | 
     if not e.complete:
         return _cut(e, header_reading)
     exceptions = [*e.chain, _last(e)]
-    readings = [read_error(_exception_text(x)) for x in exceptions]
+    readings = [read_unfolded(_exception_text(x)) for x in exceptions]
     echo = next((i for i, r in enumerate(readings) if r.role is SignatureRole.ECHO), None)
     if echo is not None:
-        # the main process (or torchrun) noticing that a child died: its error is elsewhere
-        return _assessment(readings[echo], _exception_text(exceptions[echo]).split("\n", 1)[0], Severity.ECHO, None)._replace(
-            line=_exception_line(e, exceptions[echo])
-        )
+        # the main process (or torchrun) noticing that a child died, or a peer's connection closing:
+        # its error is elsewhere. Its frames are the echoing process's (the main process waits in
+        # launch code while a child loads weights): they show how far that process got, no more
+        echoed = _assessment(readings[echo], _exception_text(exceptions[echo]).split("\n", 1)[0], Severity.ECHO, None)
+        floor = _later(frames_floor(e.frames), frames_phase(e.frames))
+        return echoed._replace(line=_exception_line(e, exceptions[echo]), floor=floor)
     # the first exception of a chain is the original error, unless it is a wrapper quoting nothing known
     chosen = next(
         (i for i, r in enumerate(readings) if not (r.signature is None and r.phase is not None)),
@@ -264,6 +280,13 @@ def _assess_exception(e: ev.PythonException, after_ready: bool) -> Assessment | 
         reading.hint or (header_reading.hint if header_reading else None),
         frames_floor(e.frames),
     )
+
+
+def _later(first: Phase | None, second: Phase | None) -> Phase | None:
+    """The later of two phases (either may be unknown)."""
+    if first is None or second is None:
+        return first or second
+    return first if first.order >= second.order else second
 
 
 def _ignored(e: ev.PythonException, after_ready: bool) -> bool:

@@ -36,6 +36,13 @@ _ONWARD: dict[tuple[str, str | None], Phase] = {(f.name, f.file): f.phase for f 
 _BY_CALL: dict[str, Phase] = {f.name: f.phase for f in SERVER_FUNCTIONS if f.file is None and not f.onward} | {
     f.cls: f.phase for f in SERVER_FUNCTIONS if f.cls is not None
 }
+# a row for any file is a function of a server (the packs' names are the same phase in each server,
+# see vllm.py): in an installed package that is no server's (torch, triton, transformers) a function
+# of the same name is another one ('capture' in torch/cuda/graphs.py): a library's frame is evidence
+# only by a row that names its file (a known call site: torch's init_process_group)
+_LIBRARY = {f.name: f.library for f in SERVER_FUNCTIONS if f.library is not None}
+_INSTALLED = re.compile(r"[/\\](?:site|dist)-packages[/\\]")
+_SERVER_PATHS = re.compile("|".join(p for pack in PACKS if pack.server for p in pack.server_paths) or r"(?!)")
 # a whole name followed by its call's parenthesis ('self.load_model(' or 'CudaGraphRunner(')
 _CALL = re.compile(r"([A-Za-z_]\w*)\s*\(")
 
@@ -51,12 +58,22 @@ def frame_phase(function: str | None, path: str, mined: bool | None = None) -> P
     owner, _, name = function.rpartition(".")
     found = None
     if mined is not True:
-        found = _BY_FRAME.get((name, file)) or _BY_FRAME.get((name, None))
+        found = _BY_FRAME.get((name, file)) or (_BY_FRAME.get((name, None)) if _owned(name, path) else None)
     if found is None and mined is not False:
         found = _BY_FRAME_MINED.get((name, file))
     if found is None and owner and name == "__init__":
         found = _BY_CALL.get(owner.rsplit(".", 1)[-1])
     return found
+
+
+def _owned(name: str, path: str) -> bool:
+    """Whether a frame at ``path`` may be the function ``name`` that a row names for any file: a
+    server's code, the library the row names, or no installed package (a checkout, a script, a
+    path a paste shortened)."""
+    if _SERVER_PATHS.search(path) is not None or _INSTALLED.search(path) is None:
+        return True
+    library = _LIBRARY.get(name)
+    return library is not None and re.search(rf"[/\\]{re.escape(library)}[/\\]", path) is not None
 
 
 def frame_floor(function: str | None, path: str) -> Phase | None:

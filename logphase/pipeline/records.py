@@ -36,12 +36,20 @@ MAX_FRAMES = 200
 
 
 # an exception line standing alone: an exception class at the start, then ':' or nothing
-_EXCEPTION_HEAD = r"^(?:[A-Za-z_]\w*\.)*[A-Za-z_]?\w*(?:Error|Exception|Exit|Interrupt)(?::|\s*$)"
+# (or any class of a library's exceptions module: 'requests.exceptions.ReadTimeout: ...')
+_EXCEPTION_HEAD = (
+    r"^(?:(?:[A-Za-z_]\w*\.)*[A-Za-z_]?\w*(?:Error|Exception|Exit|Interrupt)(?::|\s*$)"
+    r"|(?:[A-Za-z_]\w*\.)*(?:exceptions|errors)\.[A-Z]\w*:)"
+)
 # what a line that opens a record has in it, from the grammar's terminals: a header, a frame, a
 # faulthandler stack, a C++ terminate, or an exception class at the start of the line
 # the record openers a line can hold after other text (a logged message, SGLang's prefix)
 OPENER_TERMINALS = ("TRACEBACK", "THREAD_EXCEPTION", "FATAL_ERROR", "THREAD_DUMP", "TERMINATE")
-_OPENERS = re.compile("|".join([terminal_pattern("traceback", t) for t in OPENER_TERMINALS] + [r'^\s*File "', _EXCEPTION_HEAD]))
+# a header a paste folded: the line ends inside 'Traceback (most recent call last):'
+_FOLDED_HEADER = r"Traceback \([\w ]*$"
+_OPENERS = re.compile(
+    "|".join([terminal_pattern("traceback", t) for t in OPENER_TERMINALS] + [r'^\s*File "', _EXCEPTION_HEAD, _FOLDED_HEADER])
+)
 OPENERS = _OPENERS  # the bulk path's pre-filter searches for their literals (prefilter.py)
 # a line cut inside a traceback header: "[...] Scheduler hit an exception: Tra" at the end of the input
 _HEADER_TEXT = "Traceback (most recent call last):"
@@ -93,8 +101,20 @@ class OpenRecord:
     # its frames and exception line are the message's lines, not a traceback of their own
     quoting: bool = False
     statement: str | None = None  # the source line under the last frame
+    # pasted tracebacks: frames at the margin (a tracker stripped the indentation, so the source
+    # lines are at the margin too), and a frame line a narrow paste folded, waiting for its rest
+    margin: bool = False
+    folded_frame: str | None = None
+    last_frame_text: str | None = None  # the last line, when it was a frame line (its rest may follow)
+    frame_indent: int = 0  # the frame lines' indentation: a line left of it is no source line
+    tail: str = ""  # the last character of the last line taken (a fold goes on mid-word or after a space)
     # faulthandler: the stacks of the dump's threads, innermost frame first as it prints them
     stacks: list[tuple[bool, list[ev.Frame]]] = field(default_factory=list)
+
+    @property
+    def fragment(self) -> bool:
+        """Only the first part of a folded frame line, its rest not (yet) seen: nothing to report."""
+        return self.headerless and self.state is State.FRAMES and not self.frames and not self.exceptions
 
     @property
     def complete(self) -> bool:
@@ -154,7 +174,7 @@ class RecordAssembler:
 
     def close(self, stream: str | None) -> list[ev.EventBase]:
         record = self._open.pop(stream, None)
-        return [record.to_event()] if record else []
+        return [record.to_event()] if record and not record.fragment else []
 
     def close_all(self) -> list[ev.EventBase]:
         out: list[ev.EventBase] = []
@@ -165,7 +185,7 @@ class RecordAssembler:
     def peek_all(self) -> list[ev.EventBase]:
         """The events the open records would give if closed now (the engine reports them early:
         a killed process never finishes its record)."""
-        return [record.to_event() for record in self._open.values()]
+        return [record.to_event() for record in self._open.values() if not record.fragment]
 
     def has_open(self) -> bool:
         return bool(self._open)
@@ -190,6 +210,8 @@ class RecordAssembler:
         """Give a line to the open record of its stream (``cut``: the input ended inside it). Returns
         (consumed, closed events)."""
         stream = env.stream
+        if self._takes_fold(env, lineno, foreign):
+            return True, []
         record = self._open.get(stream)
         if record is None:
             return False, []
@@ -203,16 +225,60 @@ class RecordAssembler:
                 return False, []
             return False, self.close(stream)
         consumed = _continue(record, text, lineno, cut)
+        if record.fragment and record.folded_frame is None:
+            # the first part of a frame line whose rest never came: a line that only looked like one
+            del self._open[stream]
+            return False, []
         if consumed is None:
             return False, []  # another writer's line between the frames: the record stays open
         if consumed:
             record.lines += 1
             record.last_line = lineno
+            record.tail = text[-1:]
             limit = MAX_MESSAGE_LINES + (2 * MAX_FRAMES if record.quoting else 0)
             if record.state is State.MESSAGE and len(record.exceptions[-1].message_lines) > limit:
                 return True, self.close(stream)
             return True, []
         return False, self.close(stream)
+
+
+    def _takes_fold(self, env: Envelope, lineno: int, foreign: bool) -> bool:
+        """Whether a line without any prefix is the rest of a frame line, or of an exception line,
+        that a paste folded in another stream's record (the fold left the rank's, the process's or
+        journald's prefix on its first part only)."""
+        if env.stream is not None or env.stamped or env.process is not None:
+            return False
+        for stream, record in self._open.items():
+            if stream is None:
+                continue
+            text = env.message
+            if record.folded_frame is not None:
+                taken = _rest_of_frame(record, text)
+            elif record.last_frame_text is not None:
+                taken = _tail_of_function(record, text, text.strip())
+            else:
+                taken = not foreign and _rest_of_exception(record, text, lineno)
+            if taken:
+                record.lines += 1
+                record.last_line = lineno
+                record.tail = text[-1:]
+                return True
+        return False
+
+
+def _rest_of_exception(record: OpenRecord, text: str, lineno: int) -> bool:
+    """The line right after a long exception line, at the margin and not a record's first line: the
+    rest of it, folded by a paste (its signature may span the fold: diagnosis reads it unfolded)."""
+    if record.state is not State.MESSAGE or lineno != record.last_line + 1 or text[:1] in " \t":
+        return False
+    if not (record.tail == " " or (record.tail.isalnum() and text[:1].isalnum())):
+        return False  # the line before ended a sentence or a word: this one is another writer's
+    last = record.exceptions[-1].message_lines if record.exceptions else []
+    # (its own prefix made the folded line long: the message part of it may be short)
+    if not last or len(last[-1]) < _FOLD_MIN // 2 or not text.strip() or _OPENERS.search(text) is not None:
+        return False
+    last.append(text.strip())
+    return True
 
 
 def _frame(shape: Parsed) -> ev.Frame:
@@ -239,12 +305,15 @@ def _continue(record: OpenRecord, text: str, lineno: int, cut: bool = False) -> 
         if record.state is State.MESSAGE:
             record.state = State.GAP
         return True
+    unfolded = _unfold_frame(record, text, stripped, shape)
+    if unfolded is not None:
+        return unfolded
     if rule == "tb_header" and shape is not None and shape.value("logged_by") is None:
         return _bare_header(record)
     if rule == "tb_header" and shape is not None and record.state is State.FRAMES and record.frames:
         return _quoting_exception(record, shape, lineno)
-    if text.startswith((" ", "\t")):
-        return _continue_indented(record, stripped, shape, cut)
+    if text.startswith((" ", "\t")) or rule == "tb_frame":
+        return _continue_indented(record, stripped, shape, cut, text, lineno)
     if rule == "tb_chain":
         record.state = State.CHAIN
         return True
@@ -261,12 +330,20 @@ def _bare_header(record: OpenRecord) -> bool:
     return False
 
 
-def _continue_indented(record: OpenRecord, stripped: str, shape: Parsed | None, cut: bool) -> bool:
-    """An indented line: a frame, the source line of a frame, or a message's continuation."""
+def _continue_indented(
+    record: OpenRecord, stripped: str, shape: Parsed | None, cut: bool, text: str = "", lineno: int = 0
+) -> bool | None:
+    """An indented line (or a frame at the margin): a frame, the source line of a frame, or a
+    message's continuation."""
+    is_frame = shape is not None and shape.rule == "tb_frame"
+    if record.state is State.FRAMES and len(text) - len(text.lstrip()) < record.frame_indent and not is_frame:
+        # left of the frames: the exception line of a traceback whose lines all lost the same
+        # part of their prefix ('[rank1]:' dropped from '[rank1]: ValueError: ...')
+        return _continue_unindented(record, stripped, line_shape(stripped), lineno)
     if record.quoting and record.state is State.MESSAGE:
         record.exceptions[-1].message_lines.append(stripped)  # a line of the quoted traceback
         return True
-    if shape is not None and shape.rule == "tb_frame":
+    if shape is not None and is_frame:
         if record.state in (State.GAP, State.MESSAGE):
             # frames after the exception line: another traceback, its header not in the log (or
             # quoted in the message, as Ray's RayTaskError quotes its worker's): read on its own
@@ -276,6 +353,9 @@ def _continue_indented(record: OpenRecord, stripped: str, shape: Parsed | None, 
         record.frames.append(frame.model_copy(update={"function": None}) if cut else frame)
         record.state = State.FRAMES
         record.statement = None
+        record.last_frame_text = None if cut else text
+        record.margin = record.margin or not text.startswith((" ", "\t"))
+        record.frame_indent = len(text) - len(text.lstrip())
         return True
     if record.state is State.FRAMES and record.frames and record.statement is None:
         record.statement = stripped  # the source line of the innermost frame so far
@@ -288,6 +368,10 @@ def _continue_unindented(record: OpenRecord, stripped: str, shape: Parsed | None
     """A line at the margin: after the frames, the exception line; after it, its message's lines."""
     if record.state is State.FRAMES:
         if not _names_an_exception(shape):
+            if record.margin and record.frames and (record.statement is None or _CARETS.fullmatch(stripped)):
+                # frames at the margin: so is the source line under each (and its ^^^^ marks)
+                record.statement = record.statement or stripped
+                return True
             return None  # 'srun: Terminating StepId=...' between a traceback's frames
         record.exceptions.append(_exception(shape, stripped, lineno))
         record.state = State.MESSAGE
@@ -296,6 +380,62 @@ def _continue_unindented(record: OpenRecord, stripped: str, shape: Parsed | None
         record.exceptions[-1].message_lines.append(stripped)
         return True
     return False
+
+
+# the start of a frame line, and the marks under a source line (Python 3.11+)
+_FRAME_START = re.compile(r'File "')
+# a frame line a fold cut before its function: in its path (a path with no blank), or in '", line 27'
+_INCOMPLETE_FRAME = re.compile(r'\s*File "(?:[^"\s]*|[^"\s]+"(?:,(?: (?:l(?:i(?:n(?:e(?: \d*)?)?)?)?)?)?)?)$')
+_CARETS = re.compile(r"[\^~ ]+")
+# what may end a frame line a paste folded inside its function's name ('... in init_memory_po' + 'ol')
+_NAME_TAIL = re.compile(r"[\w.<>]+")
+_STATEMENT_WORDS = frozenset({"raise", "return", "pass", "break", "continue", "yield", "await"})
+# a fold happens only in a long line: a shorter frame line ends where Python ended it
+_FOLD_MIN = 60
+
+
+def _unfold_frame(record: OpenRecord, text: str, stripped: str, shape: Parsed | None) -> bool | None:
+    """A frame line a paste folded at its width: its first part (kept until its rest comes), the
+    line that completes a frame line cut before its function, or the tail of a function's name cut
+    at the margin. None for a line that is none of these (a frame line still incomplete is given
+    up: it says nothing)."""
+    if shape is None and record.state is State.FRAMES and _FRAME_START.match(stripped) and record.folded_frame is None:
+        record.folded_frame = text  # 'File "/usr/lib/.../model_ru'
+        return True
+    if record.folded_frame is not None:
+        return _rest_of_frame(record, text)
+    return _tail_of_function(record, text, stripped)
+
+
+def _rest_of_frame(record: OpenRecord, text: str) -> bool | None:
+    """The line after the first part of a folded frame line: the frame, whole again, or more of it."""
+    joined, record.folded_frame = record.folded_frame + text if record.folded_frame else text, None
+    shape = line_shape(joined)
+    if shape is not None and shape.rule == "tb_frame":
+        if record.frames and record.frames[-1].function is None:
+            record.frames.pop()  # the folded part, read as a frame in case nothing followed
+        return _continue_indented(record, joined.strip(), shape, False, joined)
+    if _INCOMPLETE_FRAME.match(joined) and len(joined) < MAX_PARSE_CHARS:
+        record.folded_frame = joined  # folded more than once (a narrow box, a long path)
+        return True
+    return None
+
+
+def _tail_of_function(record: OpenRecord, text: str, stripped: str) -> bool | None:
+    """The line after a long frame line, at the margin: the rest of its function's name (or of its
+    line number and function) when the frame line and it make one frame line."""
+    previous, record.last_frame_text = record.last_frame_text, None
+    if previous is None or len(previous) < _FOLD_MIN or text[:1] in " \t" or not record.frames:
+        return None
+    # after a whole function's first letters only the rest of its name: a statement at the margin
+    # ('raise', 'main()') is the source line of a traceback a tracker stripped of its indentation
+    if record.frames[-1].function is not None and (not _NAME_TAIL.fullmatch(stripped) or stripped in _STATEMENT_WORDS):
+        return None
+    shape = line_shape(previous + text)
+    if shape is None or shape.rule != "tb_frame" or shape.value("frame_function") is None:
+        return None
+    record.frames[-1] = _frame(shape)
+    return True
 
 
 def _quoting_exception(record: OpenRecord, shape: Parsed, lineno: int) -> bool | None:
@@ -391,13 +531,18 @@ def opens_record(env: Envelope, at: LineInfo) -> OpenRecord | None:
         return None  # a cheap test first: most lines are not traceback lines
     shape = line_shape(text)
     if shape is None:
-        return None
+        # a header folded by a paste ('... hit an exception: Traceback (most recent cal'): the
+        # rest of it is on the next line, the frames after it
+        return cut_header(env, at) if re.search(_FOLDED_HEADER, text) else _folded_first_frame(env, at, text)
     first = _FIRST_LINES.get(shape.rule)
     if first is not None:
         return first(env, at, text, shape)
     if env.stamped:
         return None  # a server's logger prints records whole: a stamped line is no fragment of one
-    return _headless(at, text, shape)
+    record = _headless(at, text, shape)
+    if record is not None:
+        record.tail = text[-1:]
+    return record
 
 
 def _thread_exception(env: Envelope, at: LineInfo, text: str, shape: Parsed) -> OpenRecord:
@@ -432,17 +577,40 @@ _FIRST_LINES: dict[str, Callable[[Envelope, LineInfo, str, Parsed], OpenRecord]]
 def _headless(at: LineInfo, text: str, shape: Parsed) -> OpenRecord | None:
     """A record whose first line is not in the log: a window or a paste starts inside it."""
     rule = shape.rule
+    if rule == "tb_frame" and shape.value("frame_function") is None:
+        # '  File "/x/scheduler.py", line 210': no function, so neither a traceback's frame line
+        # nor faulthandler's whole: a frame line a paste folded (its rest on the next line) or the
+        # input cut (a traceback all the same)
+        return OpenRecord(at=at, header=None, uncaught=True, frames=[_frame(shape)], headerless=True, folded_frame=text)
     if rule == "tb_thread_dump" or (rule == "tb_frame" and '", line ' in text and not _has_comma_in(text)):
         record = OpenRecord(at=at, header=None, uncaught=True, state=State.FATAL, headerless=True)
         record.fatal_message = "faulthandler stack dump (its 'Fatal Python error' line is not in the log)"
         _continue_dump(record, text, shape)
         return record
     if rule == "tb_frame":
-        return OpenRecord(at=at, header=None, uncaught=True, frames=[_frame(shape)], headerless=True)
+        indent = len(text) - len(text.lstrip())  # none: a paste that lost the frames' indentation
+        return OpenRecord(
+            at=at,
+            header=None,
+            uncaught=True,
+            frames=[_frame(shape)],
+            headerless=True,
+            margin=not indent,
+            last_frame_text=text,
+            frame_indent=indent,
+        )
     if rule == "tb_exception" and re.match(_EXCEPTION_HEAD, text.strip()):
         first = _exception(shape, text.strip(), at.line)
         return OpenRecord(at=at, header=None, uncaught=True, exceptions=[first], state=State.MESSAGE, headerless=True)
     return None
+
+
+def _folded_first_frame(env: Envelope, at: LineInfo, text: str) -> OpenRecord | None:
+    """A window that starts at a frame line a paste folded ('  File "/usr/lib/.../model_ru'): a
+    headless record waiting for the rest of it (given up, with nothing said, if it never comes)."""
+    if env.stamped or not _FRAME_START.match(text.lstrip()) or len(text) > MAX_PARSE_CHARS:
+        return None
+    return OpenRecord(at=at, header=None, uncaught=True, headerless=True, folded_frame=text)
 
 
 def _has_comma_in(frame_line: str) -> bool:

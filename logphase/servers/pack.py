@@ -122,6 +122,10 @@ class ServerFunction(NamedTuple):
     # mined from the releases' call graphs (grammars/sglang/functions.json), not read by hand: a
     # frame of a hand row decides before any mined one (a mined row may be a helper of every phase)
     mined: bool = False
+    # a library's function the server calls in one phase (torch.distributed's init_process_group):
+    # the installed package it is in ('torch'); a row for any file names a server's function only,
+    # and a frame of an installed library is evidence only by such a row (or one naming its file)
+    library: str | None = None
 
 
 @dataclass(frozen=True)
