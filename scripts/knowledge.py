@@ -257,6 +257,7 @@ class Release:
     version: str
     messages: Counter[str] = field(default_factory=Counter)
     raises: Counter[str] = field(default_factory=Counter)
+    raise_causes: Counter[str] = field(default_factory=Counter)
     functions: int = 0
     functions_in_table: int = 0
     functions_placed: int = 0  # placed in their phase by logphase's frame reading today
@@ -283,6 +284,7 @@ class Release:
             "noise": self.messages["noise"],
             "raises": sum(self.raises.values()),
             "raises_mapped": self.raises["mapped"],
+            "raises_by_place": self.raise_causes["configuration_error"] + self.raise_causes["startup_check_failed"],
             "functions": self.functions,
             "functions_in_table": self.functions_in_table,
             "functions_placed": self.functions_placed,
@@ -333,6 +335,7 @@ def measure(version: str) -> Release:
                 cause = read_traceback(traceback_of(path, m, text))
                 mapped = cause is not None and cause not in GENERIC_CAUSES
                 rel.raises["mapped" if mapped else "unmapped"] += 1
+                rel.raise_causes[str(cause)] += 1
                 if not mapped:
                     rel.raise_misses.append({**m, "file": path, "cause": cause})
                 continue
@@ -355,8 +358,8 @@ def _pct(n: int, d: int) -> str:
 def table(releases: list[Release]) -> str:
     rows = [
         "| release | start-up messages covered | recognised at all | noise | raises mapped to a cause "
-        "| start-up functions in functions.json | placed by logphase's frames today |",
-        "|---|---|---|---|---|---|---|",
+        "| of which by place | start-up functions in functions.json | placed by logphase's frames today |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in releases:
         f = r.figures()
@@ -364,6 +367,7 @@ def table(releases: list[Release]) -> str:
             f"| {r.version} | {f['covered']}/{f['messages']} ({_pct(f['covered'], f['messages'])}) "
             f"| {f['recognised']}/{f['messages']} ({_pct(f['recognised'], f['messages'])}) | {f['noise']} "
             f"| {f['raises_mapped']}/{f['raises']} ({_pct(f['raises_mapped'], f['raises'])}) "
+            f"| {f['raises_by_place']} "
             f"| {f['functions_in_table']}/{f['functions']} ({_pct(f['functions_in_table'], f['functions'])}) "
             f"| {f['functions_placed']}/{f['functions']} ({_pct(f['functions_placed'], f['functions'])}) |"
         )
@@ -403,7 +407,11 @@ in `grammars/sglang/catalogue/coverage.json` (the ratchet, rewritten by the same
   bar; printed in several start-up phases: kept as notes of the earliest, counted as noise).
 - **raises mapped to a cause**: the `raise` statements of start-up functions, rendered as the
   traceback they end with, for which the report names a cause more specific than
-  `python_exception`.
+  `python_exception`: a signature's, or, for a raise no signature reads, the cause of the place
+  it was raised (`logphase/pipeline/diagnosis.py`): `configuration_error` (SGLang's own check
+  refused a value, a type or a feature, or anything at launch), `startup_check_failed` (its own
+  check of the environment, later in start-up), `model_load_error` (a loader's). **of which by
+  place**: those named by the place (`configuration_error`, `startup_check_failed`).
 - **start-up functions in functions.json**: functions the call graph places in a start-up
   phase that `functions.json` (the frame table as data) lists; it lists every function the
   call graph reaches, so this is 100 % by construction: the figure guards the regeneration. **placed by logphase's frames

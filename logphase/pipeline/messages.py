@@ -17,7 +17,7 @@ from functools import cache
 
 from logphase.pipeline import events as ev
 from logphase.pipeline.grammars import terminal_pattern
-from logphase.pipeline.notes import SCHEDULER_NOTE, note_evidence
+from logphase.pipeline.notes import SCHEDULER_NOTE, catalogued_evidence, note_evidence
 from logphase.pipeline.phases import MarkerRole, Phase, Transition
 from logphase.servers import PACKS
 from logphase.servers.pack import HTTP_UP, LAUNCH_NOTE, ByLine, Message
@@ -102,11 +102,18 @@ def warning_evidence(event: ev.EventBase) -> Transition | None:
     return LAUNCH_NOTE if any(name in path for name in LAUNCHERS) else None
 
 
+def note_chooser(event: ev.EventBase) -> Transition | None:
+    """A line whose text alone does not say its phase, printed by several functions of several
+    phases: the release catalogue's note for the whole message says it (weak evidence)."""
+    return catalogued_evidence(str(getattr(event, "message", "")))
+
+
 CHOOSERS: dict[str, Callable[[ev.EventBase], Transition | None]] = {
     "bar": bar_evidence,
     "access": access_evidence,
     "batch": batch_evidence,
     "warning": warning_evidence,
+    "note": note_chooser,
 }
 
 
