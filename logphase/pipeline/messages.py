@@ -97,8 +97,11 @@ def batch_evidence(event: ev.EventBase) -> Transition | None:
 
 
 def warning_evidence(event: ev.EventBase) -> Transition | None:
-    """A launcher's own warnings (its file is the warning's path): the server is being launched."""
-    path = event.raw.split(":", 1)[0]
+    """A launcher's own warnings (its file is the warning's path): the server is being launched.
+    The path is what comes before ': <category>:' (behind any envelope, which a wrapper such as
+    logging's 'INFO:launcher:' puts before it)."""
+    category = str(getattr(event, "category", ""))
+    path = event.raw.split(f": {category}:", 1)[0] if category else event.raw.split(":", 1)[0]
     return LAUNCH_NOTE if any(name in path for name in LAUNCHERS) else None
 
 
