@@ -207,6 +207,105 @@ def boundary_phase(message: dict) -> str | None:
     return None
 
 
+# -- log formats (issue 20 point 5) -----------------------------------------------------------------
+
+# a python-logging record with plausible values: the time per the format's datefmt (logging's own
+# default "%Y-%m-%d %H:%M:%S,123" without one), the rank prefix, the fields the formats use
+_RECORD = {
+    "levelname": "INFO", "filename": "model_runner.py", "lineno": "123", "name": "sglang.srt.model_executor.model_runner",
+    "process": "4242", "processName": "MainProcess", "msecs": "123", "client_addr": "127.0.0.1:40312",
+    "request_line": "GET /health HTTP/1.1", "status_code": "200", "levelprefix": "INFO:    ",
+}
+# what the line says behind the format, and the rule that must read it: SGLang's own message, and
+# uvicorn's when the format is uvicorn's (its level prefix)
+_PROBE = ("Load weight begin. avail mem=12.34 GB", "weight_load_begin")
+_UVICORN_PROBE = ("Application startup complete.", "http_startup_complete")
+_ACCESS_PROBE = ("", "http_access")
+_STRFTIME = {"%Y": "2026", "%y": "26", "%m": "01", "%d": "02", "%H": "10", "%M": "00", "%S": "05"}
+
+
+def _asctime(datefmt: str | None) -> str:
+    if datefmt is None:
+        return "2026-01-02 10:00:05,123"
+    return re.sub(r"%[YymdHMS]", lambda m: _STRFTIME[m.group(0)], datefmt)
+
+
+def _prefixes(release: dict) -> list[tuple[str, str]]:
+    """(variant, rank prefix) a format's {prefix} is: the main process's (none), a TP rank's, and
+    each order of rank tags the release builds (every tag it knows, in its order)."""
+    out = [("main process", ""), ("TP0", " TP0")]
+    for order in release.get("rank_tags", []):
+        if len(order) > 1:
+            out.append((" ".join(order), "".join(f" {tag}{i % 2}" for i, tag in enumerate(order))))
+    return out
+
+
+def format_lines(release: dict, entry: dict) -> list[tuple[str, str, str, str]]:
+    """The lines a mined format prints, with its variants: (variant, line, rule that must read it,
+    the rank the envelope must read)."""
+    fmt = entry["format"]
+    if "%(request_line)s" in fmt:
+        message, rule = _ACCESS_PROBE
+    elif "%(levelprefix)s" in fmt:
+        message, rule = _UVICORN_PROBE
+    else:
+        message, rule = _PROBE
+    record = {**_RECORD, "asctime": _asctime(entry.get("datefmt")), "message": message}
+    out = []
+    millis = [("", "")] + ([("SGLANG_LOG_MS", ".123")] if "{maybe_ms}" in fmt else [])
+    prefixes = _prefixes(release) if "{prefix}" in fmt else [("", "")]
+    for ms_name, ms in millis:
+        for name, prefix in prefixes:
+            text = fmt.replace("{maybe_ms}", ms).replace("{prefix}", prefix)
+            text = re.sub(r"\{[^{}]*\}", "0", text)  # other values of the f-string (a daemon's gpu id)
+            line = re.sub(r"%\((\w+)\)[-\d.]*[sd]", lambda m: record.get(m.group(1), "x"), text)
+            out.append((", ".join(v for v in (ms_name, name) if v) or "as is", line, rule, prefix.strip()))
+    return out
+
+
+def read_format_line(line: str) -> tuple[str | None, str | None, str, str | None]:
+    """(the rule of the event logphase reads in the line, its time, the message the envelope
+    leaves, the rank it reads) through the envelope."""
+    from logphase.pipeline.classify import classify
+    from logphase.pipeline.clock import LogClock
+    from logphase.pipeline.envelope import split_envelope
+    from logphase.pipeline.events import LineInfo
+
+    env = split_envelope(line)
+    ts = LogClock().of(env)
+    info = LineInfo(line=1, offset=0, raw=line, ts=ts, ts_inherited=False, rank=env.rank, writer=env.writer)
+    event = classify(env, info)
+    return (event.rule or event.kind) if event is not None else None, ts, env.message, env.rank
+
+
+def _peeled(fmt: str, message: str) -> bool:
+    """The envelope left the message alone: everything of the format before it is peeled (for
+    uvicorn's formats, all but its level, which its grammar reads)."""
+    if "%(levelprefix)s" in fmt:
+        return message.startswith("INFO:")
+    return message.startswith(_PROBE[0])
+
+
+def measure_formats(release: dict) -> tuple[int, int, list[dict]]:
+    """(variants, variants read, the misses) of a release's mined log formats: read when the
+    envelope peels the format (its time read, when it has one) and the message behind it is read."""
+    total, read, misses = 0, 0, []
+    for entry in release.get("formats", []):
+        for variant, line, rule, rank_tags in format_lines(release, entry):
+            total += 1
+            got, ts, message, rank = read_format_line(line)
+            ok = (
+                got == rule
+                and (ts is not None or "%(asctime)s" not in entry["format"])
+                and _peeled(entry["format"], message)
+                and (rank or "") == rank_tags
+            )
+            read += ok
+            if not ok:
+                misses.append({"file": entry["file"], "format": entry["format"], "variant": variant, "line": line, "got": got})
+    return total, read, misses
+
+
 # -- measuring -------------------------------------------------------------------------------------
 
 
@@ -262,11 +361,15 @@ class Release:
     version: str
     messages: Counter[str] = field(default_factory=Counter)
     raises: Counter[str] = field(default_factory=Counter)
+    raise_causes: Counter[str] = field(default_factory=Counter)
     functions: int = 0
     functions_in_table: int = 0
     functions_placed: int = 0  # placed in their phase by logphase's frame reading today
     misses: list[dict] = field(default_factory=list)
     raise_misses: list[dict] = field(default_factory=list)
+    formats: int = 0  # the variants of the mined log formats (point 5)
+    formats_read: int = 0
+    format_misses: list[dict] = field(default_factory=list)
 
     @property
     def total(self) -> int:
@@ -288,6 +391,9 @@ class Release:
             "noise": self.messages["noise"],
             "raises": sum(self.raises.values()),
             "raises_mapped": self.raises["mapped"],
+            "raises_by_place": self.raise_causes["configuration_error"] + self.raise_causes["startup_check_failed"],
+            "formats": self.formats,
+            "formats_read": self.formats_read,
             "functions": self.functions,
             "functions_in_table": self.functions_in_table,
             "functions_placed": self.functions_placed,
@@ -323,6 +429,7 @@ def placed(path: str, qual: str, phase: str) -> bool:
 
 def measure(version: str) -> Release:
     rel = Release(version)
+    rel.formats, rel.formats_read, rel.format_misses = measure_formats(catalogue(version).get("logging", {}))
     table = frame_table()
     for path, f in catalogue(version)["files"].items():
         for qual, e in f.get("phases", {}).items():
@@ -338,6 +445,7 @@ def measure(version: str) -> Release:
                 cause = read_traceback(traceback_of(path, m, text))
                 mapped = cause is not None and cause not in GENERIC_CAUSES
                 rel.raises["mapped" if mapped else "unmapped"] += 1
+                rel.raise_causes[str(cause)] += 1
                 if not mapped:
                     rel.raise_misses.append({**m, "file": path, "cause": cause})
                 continue
@@ -360,8 +468,8 @@ def _pct(n: int, d: int) -> str:
 def table(releases: list[Release]) -> str:
     rows = [
         "| release | start-up messages covered | recognised at all | noise | raises mapped to a cause "
-        "| start-up functions in functions.json | placed by logphase's frames today |",
-        "|---|---|---|---|---|---|---|",
+        "| of which by place | log formats read | start-up functions in functions.json | placed by logphase's frames today |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in releases:
         f = r.figures()
@@ -369,6 +477,8 @@ def table(releases: list[Release]) -> str:
             f"| {r.version} | {f['covered']}/{f['messages']} ({_pct(f['covered'], f['messages'])}) "
             f"| {f['recognised']}/{f['messages']} ({_pct(f['recognised'], f['messages'])}) | {f['noise']} "
             f"| {f['raises_mapped']}/{f['raises']} ({_pct(f['raises_mapped'], f['raises'])}) "
+            f"| {f['raises_by_place']} "
+            f"| {f['formats_read']}/{f['formats']} ({_pct(f['formats_read'], f['formats'])}) "
             f"| {f['functions_in_table']}/{f['functions']} ({_pct(f['functions_in_table'], f['functions'])}) "
             f"| {f['functions_placed']}/{f['functions']} ({_pct(f['functions_placed'], f['functions'])}) |"
         )
@@ -408,7 +518,17 @@ in `grammars/sglang/catalogue/coverage.json` (the ratchet, rewritten by the same
   bar; printed in several start-up phases: kept as notes of the earliest, counted as noise).
 - **raises mapped to a cause**: the `raise` statements of start-up functions, rendered as the
   traceback they end with, for which the report names a cause more specific than
-  `python_exception`.
+  `python_exception`: a signature's, or, for a raise no signature reads, the cause of the place
+  it was raised (`logphase/pipeline/diagnosis.py`): `configuration_error` (SGLang's own check
+  refused a value, a type or a feature, or anything at launch), `startup_check_failed` (its own
+  check of the environment, later in start-up), `model_load_error` (a loader's). **of which by
+  place**: those named by the place (`configuration_error`, `startup_check_failed`).
+- **log formats read**: the Python-logging formats the release's own code configures (mined by
+  `scripts/sglang_formats.py` into the catalogue's `logging`: `configure_logger`'s prefix with its
+  date format, `SGLANG_LOG_MS` and each order of rank tags the schedulers build, uvicorn's, the PD
+  mini load balancer's, the n-gram cache's, the weight cache daemon's ...), each rendered in each
+  of its variants, that logphase's envelope (`grammars/shared/envelope.lark`) peels (the time and
+  the rank read, nothing of the format left) and whose message it then reads.
 - **start-up functions in functions.json**: functions the call graph places in a start-up
   phase that `functions.json` (the frame table as data) lists; it lists every function the
   call graph reaches, so this is 100 % by construction: the figure guards the regeneration. **placed by logphase's frames

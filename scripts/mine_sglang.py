@@ -53,6 +53,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from sglang_formats import mine_logging
 from sglang_phases import CallGraph, assign_phases, call_ref, phase_at, reach
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -558,6 +559,8 @@ def mine_wheel(wheel: Path, version: str) -> dict:
         "wheel_sha256": digest,
         "generator": "scripts/mine_sglang.py",
         "files": files,
+        # the log formats, rank-tag orders and format switches of the release (sglang_formats.py)
+        "logging": mine_logging(wheel),
         "counts": {
             "files": len(files),
             "functions": sum(len(f["functions"]) for f in files.values()),

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The SGLang notes: every start-up message of the catalogue that no grammar rule reads, as data.
+"""The SGLang notes: every start-up message of the catalogue that no grammar rule reads (or that a
+rule reads whose phase is its note's, ``ByLine("note")``), as data.
 
 For every release of the catalogue (``grammars/sglang/catalogue``, mined by ``mine_sglang.py``),
 each message SGLang prints at the default log level (``info`` and above, ``print``) in a function
@@ -140,10 +141,14 @@ def _function_entry(f: dict, function: str) -> dict:
 
 
 def _read_by_grammar(path: str, area: str, message: dict) -> bool:
-    """Does a grammar rule read the line already (the message rendered as knowledge.py does)?"""
+    """Does a grammar rule read the line already (the message rendered as knowledge.py does), and
+    say its phase? A rule whose evidence is the note of its message (``ByLine("note")``: a
+    feature disabled, SGLang's own ``WARNING:`` lines) reads it, and the note says the phase."""
     from logphase.pipeline.classify import classify
     from logphase.pipeline.envelope import split_envelope
     from logphase.pipeline.events import LineInfo
+    from logphase.pipeline.messages import MESSAGES
+    from logphase.servers.pack import ByLine
 
     text = render(message)
     if text is None:
@@ -151,7 +156,11 @@ def _read_by_grammar(path: str, area: str, message: dict) -> bool:
     line = log_line(path, area, message, text)
     env = split_envelope(line)
     info = LineInfo(line=1, offset=0, raw=line, ts=None, ts_inherited=False, rank=None)
-    return classify(env, info) is not None
+    event = classify(env, info)
+    if event is None:
+        return False
+    row = MESSAGES.get(event.rule or event.kind)
+    return row is None or row.evidence != ByLine("note")
 
 
 def collect() -> tuple[dict[tuple[str, ...], Candidate], list[dict]]:
@@ -172,6 +181,8 @@ def collect() -> tuple[dict[tuple[str, ...], Candidate], list[dict]]:
                     serving.add(tuple(parts))
                 if m.get("phase") not in START_UP_PHASES:
                     continue
+                if _deliberate_noise(m):
+                    continue  # listed in noise.json `messages`, with its reason: no evidence at all
                 reason = _reason(m, entry, parts)
                 if reason is None and _read_by_grammar(path, f["area"], m):
                     continue
@@ -199,6 +210,13 @@ def collect() -> tuple[dict[tuple[str, ...], Candidate], list[dict]]:
             for template in c.templates:
                 skipped.setdefault((template, reason), {"template": template, "reason": reason})
     return found, sorted(skipped.values(), key=lambda e: (e["template"], e["reason"]))
+
+
+def _deliberate_noise(message: dict) -> bool:
+    """noise.json `messages` lists it (by the start of its template): a line that says nothing
+    of the phase it is printed in, deliberately no note."""
+    entries = json.loads(NOISE.read_text())["messages"]
+    return any(message["template"].startswith(e["template"]) for e in entries)
 
 
 def _reason(message: dict, entry: dict, parts: list[str]) -> str | None:

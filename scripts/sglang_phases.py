@@ -48,6 +48,8 @@ PHASE_ROOTS: list[tuple[str, str, str | None]] = [
     ("ready", "TokenizerManager.handle_loop", None),
     ("ready", "TokenizerManager.generate_request", None),
     ("ready", "*.forward_thread_func*", None),
+    # 0.2's scheduler (ModelTpServer): the controller calls its step for each batch of requests
+    ("ready", "ModelTpServer.exposed_step", None),
     ("ready", "*watchdog_thread", None),
     # the scheduler's request handlers: called through a dispatch table, not by name
     ("ready", "Scheduler.handle_*", None),

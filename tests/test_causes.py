@@ -185,3 +185,66 @@ def test_rows_for_the_catalogue_of_start_up_failures(text: str, rule: str) -> No
 
 def test_a_soft_watchdog_is_only_diagnostic() -> None:
     assert read_error("Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=True)").signature is None
+
+
+# -- an exception no signature reads: by where it was raised (issue 20 point 2) ----------------------
+
+
+def _traceback(path: str, function: str, statement: str, last: str) -> str:
+    return (
+        "Traceback (most recent call last):\n"
+        '  File "/usr/local/lib/python3.11/site-packages/sglang/launch_server.py", line 14, in <module>\n'
+        "    launch_server(server_args)\n"
+        f'  File "/usr/local/lib/python3.11/site-packages/{path}", line 120, in {function}\n'
+        f"    {statement}\n"
+        f"{last}\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("path", "function", "statement", "last", "cause"),
+    [
+        # ServerArgs refusing a value at launch: SGLang's own check
+        (
+            "sglang/srt/server_args.py", "check_server_args", "raise ValueError(",
+            "ValueError: Zorglub is not a valid attention backend.", Cause.CONFIGURATION_ERROR,
+        ),
+        (
+            "sglang/srt/server_args.py", "check_server_args", "assert self.tp_size % self.dp_size == 0",
+            "AssertionError", Cause.CONFIGURATION_ERROR,
+        ),
+        # a value, type or feature refused later in start-up is the configuration too
+        (
+            "sglang/srt/model_executor/model_runner.py", "init_memory_pool", "raise NotImplementedError(",
+            "NotImplementedError: Zorglub KV cache dtype is not supported with this backend.", Cause.CONFIGURATION_ERROR,
+        ),
+        # a condition of the environment SGLang checks in distributed init
+        (
+            "sglang/srt/distributed/device_communicators/custom_all_reduce_utils.py", "init_torch_distributed",
+            "raise RuntimeError(", "RuntimeError: Zorglub peer check failed.", Cause.STARTUP_CHECK_FAILED,
+        ),
+        # raised inside a call SGLang made (a kernel, a library): not its own check
+        (
+            "sglang/srt/server_args.py", "check_server_args", "torch.cuda.get_device_capability()",
+            "ValueError: Zorglub", Cause.PYTHON_EXCEPTION,
+        ),
+        # the warmup asserting its request's response: a request failed
+        (
+            "sglang/srt/entrypoints/http_server.py", "_execute_server_warmup", "assert res.status_code == 200, f\"{res}\"",
+            "AssertionError: res=<Response [502]>", Cause.PYTHON_EXCEPTION,
+        ),
+        # a library's own raise is not SGLang's check
+        (
+            "transformers/configuration_utils.py", "get_config_dict", "raise ValueError(",
+            "ValueError: Zorglub", Cause.PYTHON_EXCEPTION,
+        ),
+    ],
+)
+def test_an_unread_exception_is_named_by_the_statement_that_raised_it(
+    path: str, function: str, statement: str, last: str, cause: Cause
+) -> None:
+    import logphase
+
+    report = logphase.parse_text(_traceback(path, function, statement, last))
+    assert report.failure is not None
+    assert report.failure.cause is cause, (path, statement, report.failure.cause)

@@ -57,9 +57,9 @@ def test_the_ratchet_covers_every_release() -> None:
 def test_coverage_does_not_drop(version: str) -> None:
     now, then = measured(version).figures(), RATCHET[version]
     # the same catalogue: the same messages, raises and functions are counted
-    for total in ("messages", "raises", "functions"):
+    for total in ("messages", "raises", "functions", "formats"):
         assert now[total] == then[total], f"{version}: {total} changed; regenerate with scripts/knowledge.py --update"
-    for share in ("covered", "recognised", "raises_mapped", "functions_in_table", "functions_placed"):
+    for share in ("covered", "recognised", "raises_mapped", "functions_in_table", "functions_placed", "formats_read"):
         assert now[share] >= then[share], (
             f"{version}: {share} fell from {then[share]} to {now[share]}; "
             f"not covered now: {[m['template'][:60] for m in measured(version).misses][:20]}"
@@ -106,9 +106,78 @@ def test_a_line_no_grammar_reads_is_not_covered() -> None:
 def test_a_raise_is_mapped_only_to_a_specific_cause() -> None:
     oom = {"exception": "RuntimeError", "function": "ModelRunner.init_memory_pool", "line": 1}
     text = K.traceback_of("sglang/srt/model_executor/model_runner.py", oom, "Not enough memory. Please try to increase --mem-fraction-static.")
-    assert K.read_traceback(text) not in K.GENERIC_CAUSES
-    other = K.traceback_of("sglang/srt/server_args.py", {"exception": "ValueError", "function": "check", "line": 1}, "Zorglub")
-    assert K.read_traceback(other) in K.GENERIC_CAUSES
+    assert K.read_traceback(text) == "kv_cache_insufficient_memory"
+    # a raise no signature reads: SGLang's own check, named by where it was raised
+    check = K.traceback_of("sglang/srt/server_args.py", {"exception": "ValueError", "function": "check", "line": 1}, "Zorglub")
+    assert K.read_traceback(check) == "configuration_error"
+    # the same exception raised in a library's code is no check of SGLang's: not mapped
+    library = K.traceback_of("transformers/configuration_utils.py", {"exception": "ValueError", "function": "check", "line": 1}, "Zorglub")
+    assert K.read_traceback(library) in K.GENERIC_CAUSES
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_every_start_up_raise_is_mapped_to_a_cause(version: str) -> None:
+    """Issue 20's target: each raise statement of a start-up function names a cause (a signature's,
+    or by where it was raised: configuration_error, startup_check_failed, model_load_error)."""
+    release = measured(version)
+    assert release.raises["unmapped"] == 0, [(m["function"], m["template"][:60], m["cause"]) for m in release.raise_misses]
+    assert release.raises["mapped"] > 0
+
+
+# -- the log formats (point 5) ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_every_mined_log_format_is_read(version: str) -> None:
+    """Each log format the release's source configures (mined into its catalogue's `logging`),
+    rendered with each rank-tag order and SGLANG_LOG_MS where it has them: the envelope peels it
+    (time and rank read) and the message behind it is read."""
+    release = measured(version)
+    assert release.formats > 0
+    assert release.format_misses == [], [(m["variant"], m["line"][:80], m["got"]) for m in release.format_misses]
+
+
+def test_the_formats_are_mined_with_their_variants() -> None:
+    newest = K.catalogue(VERSIONS[-1])["logging"]
+    configure = [f for f in newest["formats"] if f["function"] == "configure_logger"]
+    assert configure and "{maybe_ms}" in configure[0]["format"] and configure[0]["datefmt"] == "%Y-%m-%d %H:%M:%S"
+    assert "SGLANG_LOG_MS" in newest["switches"]
+    assert any(order[:2] == ["DP", "PP"] and "TP" in order for order in newest["rank_tags"])
+    oldest = K.catalogue(VERSIONS[0])["logging"]
+    assert [f["datefmt"] for f in oldest["formats"]] == ["%H:%M:%S"]  # 0.2: the time only
+    lines = K.format_lines(newest, {**configure[0]})
+    assert any(".123 DP0" in line for _, line, _, _ in lines), "SGLANG_LOG_MS and the rank tags are rendered"
+
+
+def test_a_format_the_envelope_does_not_know_is_not_read() -> None:
+    made_up = {"formats": [{"format": "<<%(asctime)s>> %(message)s", "datefmt": None, "file": "x.py", "function": "f"}]}
+    total, read, misses = K.measure_formats(made_up)
+    assert (total, read, len(misses)) == (1, 0, 1)
+
+
+def test_the_formats_miner_reads_a_release(tmp_path: Path) -> None:
+    import zipfile
+
+    formats = _script("sglang_formats")
+    wheel = tmp_path / "sglang-9.9.9-py3-none-any.whl"
+    source = (
+        "import logging\n"
+        "def configure_logger(server_args, prefix=''):\n"
+        "    maybe_ms = '.%(msecs)03d' if envs.SGLANG_LOG_MS.get() else ''\n"
+        "    format = f'[%(asctime)s{maybe_ms}{prefix}] %(message)s'\n"
+        "    logging.basicConfig(format=format, datefmt='%Y-%m-%d %H:%M:%S')\n"
+    )
+    scheduler = "def run(dp_rank, tp_rank):\n    prefix = ''\n    prefix += f' DP{dp_rank}'\n    prefix += f' TP{tp_rank}'\n"
+    with zipfile.ZipFile(wheel, "w") as z:
+        z.writestr("sglang/srt/utils.py", source)
+        z.writestr("sglang/srt/managers/scheduler.py", scheduler)
+        z.writestr("sglang/test/helpers.py", "FMT = '%(asctime)s %(message)s'\n")  # a test's: not the server's
+    mined = formats.mine_logging(wheel)
+    assert [(f["function"], f["format"], f["datefmt"]) for f in mined["formats"]] == [
+        ("configure_logger", "[%(asctime)s{maybe_ms}{prefix}] %(message)s", "%Y-%m-%d %H:%M:%S")
+    ]
+    assert mined["rank_tags"] == [["DP", "TP"]]
+    assert mined["switches"] == ["SGLANG_LOG_MS"]
 
 
 # -- the noise list --------------------------------------------------------------------------------

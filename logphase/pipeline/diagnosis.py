@@ -52,6 +52,10 @@ _HARNESS_FRAME = _any_of(tuple(p for pack in PACKS for p in pack.harness_paths))
 _SERVER_FRAME = _any_of(tuple(p for pack in PACKS for p in pack.server_paths))
 _REQUEST_FRAME = _any_of(tuple(p for pack in PACKS for p in pack.request_paths))
 _FATAL_HEADER = _any_of(tuple(p for pack in PACKS for p in pack.fatal_headers))
+_CHECK_FRAME = _any_of(tuple(p for pack in PACKS for p in pack.check_paths))
+# the exception classes a check raises when what it was given is wrong (a value, a type, a feature
+# not implemented for it): the configuration, in whatever phase the check runs
+_CHECK_CLASSES = frozenset({"ValueError", "NotImplementedError", "TypeError", "AssertionError", "KeyError", "AttributeError"})
 # the server whose pack's signature gives a hint, by the hint (a shared signature's hint is anyone's)
 _HINT_SERVER = {s.hint: pack.name for pack in PACKS if pack.server for s in pack.signatures if s.hint}
 # threading's excepthook header (traceback.lark), as a record keeps it: without its ':'
@@ -269,7 +273,7 @@ def _assess_exception(e: ev.PythonException, after_ready: bool) -> Assessment | 
     )
     reading = readings[chosen]
     phase = reading.phase or wrapper_phase or frames_phase(e.frames)
-    cause = reading.cause or (Cause.MODEL_LOAD_ERROR if phase is Phase.WEIGHT_LOADING else Cause.PYTHON_EXCEPTION)
+    cause = reading.cause or _unread_cause(e, phase, own=chosen == len(exceptions) - 1)
     summary = _exception_text(exceptions[chosen]).split("\n", 1)[0]
     return Assessment(
         Severity.ROOT,
@@ -287,6 +291,29 @@ def _later(first: Phase | None, second: Phase | None) -> Phase | None:
     if first is None or second is None:
         return first or second
     return first if first.order >= second.order else second
+
+
+def _unread_cause(e: ev.PythonException, phase: Phase | None, own: bool) -> Cause:
+    """The cause of an exception no signature reads, by where it was raised. A loader's error is
+    the model's. One the server's start-up code raised itself (``own``: the last exception of the
+    chain, raised by a raise or assert statement of a check path's innermost frame) is a check of
+    its own that failed: a configuration_error at launch or for a check's classes (a value, a type,
+    a feature not implemented), a startup_check_failed otherwise. A serving server's exceptions,
+    and the warmup's asserts on its request's response, stay python_exception: a request failed
+    there, not a check."""
+    if phase is Phase.WEIGHT_LOADING:
+        return Cause.MODEL_LOAD_ERROR
+    if not own or phase is Phase.READY or not _raised_by_check(e):
+        return Cause.PYTHON_EXCEPTION
+    if phase is Phase.WARMUP and e.raised_by == "assert":
+        return Cause.PYTHON_EXCEPTION  # the warmup asserts its request's response: the request failed
+    if phase is Phase.LAUNCH or (e.exc_type or "").rsplit(".", 1)[-1] in _CHECK_CLASSES:
+        return Cause.CONFIGURATION_ERROR
+    return Cause.STARTUP_CHECK_FAILED
+
+
+def _raised_by_check(e: ev.PythonException) -> bool:
+    return e.raised_by is not None and bool(e.frames) and _CHECK_FRAME.search(e.frames[-1].path) is not None
 
 
 def _ignored(e: ev.PythonException, after_ready: bool) -> bool:

@@ -317,6 +317,11 @@ class PythonException(EventBase):
         default=False, description="true when the log holds the traceback without its header (a window, a paste)"
     )
     uncaught: bool = Field(default=False, description="printed by the interpreter, not logged")
+    raised_by: Literal["raise", "assert"] | None = Field(
+        default=None,
+        description="the statement of the innermost frame when it is a raise or an assert: that frame's code raised "
+        "the (last) exception itself, it was not raised inside a call it made",
+    )
 
 
 class FatalSignal(EventBase):

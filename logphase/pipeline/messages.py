@@ -17,7 +17,7 @@ from functools import cache
 
 from logphase.pipeline import events as ev
 from logphase.pipeline.grammars import terminal_pattern
-from logphase.pipeline.notes import SCHEDULER_NOTE, note_evidence
+from logphase.pipeline.notes import SCHEDULER_NOTE, catalogued_evidence, note_evidence
 from logphase.pipeline.phases import MarkerRole, Phase, Transition
 from logphase.servers import PACKS
 from logphase.servers.pack import HTTP_UP, LAUNCH_NOTE, ByLine, Message, Step
@@ -94,9 +94,18 @@ def batch_evidence(event: ev.EventBase) -> Transition | None:
 
 
 def warning_evidence(event: ev.EventBase) -> Transition | None:
-    """A launcher's own warnings (its file is the warning's path): the server is being launched."""
-    path = event.raw.split(":", 1)[0]
+    """A launcher's own warnings (its file is the warning's path): the server is being launched.
+    The path is what comes before ': <category>:' (behind any envelope, which a wrapper such as
+    logging's 'INFO:launcher:' puts before it)."""
+    category = str(getattr(event, "category", ""))
+    path = event.raw.split(f": {category}:", 1)[0] if category else event.raw.split(":", 1)[0]
     return LAUNCH_NOTE if any(name in path for name in LAUNCHERS) else None
+
+
+def note_chooser(event: ev.EventBase) -> Transition | None:
+    """A line whose text alone does not say its phase, printed by several functions of several
+    phases: the release catalogue's note for the whole message says it (weak evidence)."""
+    return catalogued_evidence(str(getattr(event, "message", "")))
 
 
 CHOOSERS: dict[str, Callable[[ev.EventBase], Transition | None]] = {
@@ -104,6 +113,7 @@ CHOOSERS: dict[str, Callable[[ev.EventBase], Transition | None]] = {
     "access": access_evidence,
     "batch": batch_evidence,
     "warning": warning_evidence,
+    "note": note_chooser,
 }
 
 

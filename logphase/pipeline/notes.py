@@ -208,7 +208,22 @@ def note_evidence(event: ev.EventBase) -> Transition | None:
     phase = getattr(event, "phase", None)
     if event.rule not in NOTE_RULES or not isinstance(phase, Phase):
         return None
+    return _weak(phase)
+
+
+def _weak(phase: Phase) -> Transition:
     return Transition(phase, MarkerRole.WEAK, server_level=phase is Phase.LAUNCH)
+
+
+def catalogued_evidence(message: str) -> Transition | None:
+    """The evidence of a line a grammar reads without saying its phase (a row whose evidence is
+    ``ByLine("note")``: SGLang disabling a feature, its own ``WARNING:`` lines, printed in different
+    phases by different functions): the phase of the note its whole message is, weak, as a note's.
+    None when the catalogue does not know the message."""
+    if len(message) > MAX_PARSE_CHARS:
+        return None
+    note = notebook().find(message)
+    return None if note is None else _weak(note.phase)
 
 
 __all__ = [
@@ -216,6 +231,7 @@ __all__ = [
     "SCHEDULER_NOTE",
     "Note",
     "NoteBook",
+    "catalogued_evidence",
     "has_notes",
     "matches",
     "note_event",

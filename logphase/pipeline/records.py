@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 from functools import cache
+from typing import Literal
 
 from logphase.pipeline import events as ev
 from logphase.pipeline.envelope import Envelope
@@ -156,6 +157,7 @@ class OpenRecord:
             uncaught=self.uncaught,
             exception_line=last.exception_line if last else None,
             headerless=self.headerless,
+            raised_by=_raising_statement(self.statement) if last is not None else None,
             end_line=self.last_line,
         )
 
@@ -457,6 +459,15 @@ def _quoting_exception(record: OpenRecord, shape: Parsed, lineno: int) -> bool |
 
 # an exception class: CapWords (KeyError, torch.OutOfMemoryError, KeyboardInterrupt), after any module
 _EXCEPTION_CLASS = re.compile(r"(?:\w+\.)*_*[A-Z]\w*")
+# Python's own statements that raise (a frame's source line): the frame raised, it did not call
+_RAISE_STATEMENT = re.compile(r"(raise|assert)\b")
+
+
+def _raising_statement(statement: str | None) -> Literal["raise", "assert"] | None:
+    m = _RAISE_STATEMENT.match(statement or "")
+    if m is None:
+        return None
+    return "raise" if m.group(1) == "raise" else "assert"
 
 
 def _names_an_exception(shape: Parsed | None) -> bool:

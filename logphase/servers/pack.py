@@ -41,6 +41,11 @@ class Cause(str, Enum):
     WATCHDOG_TIMEOUT = "watchdog_timeout"
     KILLED = "killed"
     CHILD_PROCESS_FAILED = "child_process_failed"
+    # the server's own start-up code refused what it was given (a raise or assert statement of its
+    # own): an argument, a model or a combination it does not support; and the same code stopping on
+    # a condition it checks in the environment it found (a device, a driver, a pool that cannot be made)
+    CONFIGURATION_ERROR = "configuration_error"
+    STARTUP_CHECK_FAILED = "startup_check_failed"
     PYTHON_EXCEPTION = "python_exception"
     UNKNOWN = "unknown"
 
@@ -74,7 +79,8 @@ class Signature:
 
 class ByLine(NamedTuple):
     """Evidence that depends on what the line says: the name of a chooser of ``pipeline/messages.py``
-    (``bar``, ``access``, ``batch``, ``warning``), which reads the event and every pack's data."""
+    (``bar``, ``access``, ``batch``, ``warning``, ``note``: the catalogue's note for the whole
+    message), which reads the event and every pack's data."""
 
     chooser: str
 
@@ -175,6 +181,10 @@ class Pack:
     # test harness's (a harness's failure is not the server's)
     server_paths: tuple[str, ...] = ()
     harness_paths: tuple[str, ...] = ()
+    # the server's start-up code (regular expressions over a frame's path) whose own raise and assert
+    # statements are its checks: an exception raised there, which no signature reads, is a
+    # configuration_error or a startup_check_failed (pipeline/diagnosis.py), not a bare python_exception
+    check_paths: tuple[str, ...] = ()
     # an HTTP server's request handling (regular expressions over a frame's path): a traceback
     # through it once the server is up is one request's failure (a 500), and the server serves on
     request_paths: tuple[str, ...] = ()

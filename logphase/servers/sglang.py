@@ -131,7 +131,8 @@ _MESSAGES: dict[str, Message] = {
     ),
     "server_ready": Message("sglang", b.simple(ev.ServerReady), t(Phase.READY, BEGIN, server_level=True)),
     "pd_warmup": Message("sglang", b.with_message(ev.WarmupMarker), HTTP_UP),
-    "warmup_failed": Message("sglang", b.error("warmup_failed")),
+    # printed by the warmup only (the catalogue: _execute_server_warmup): the server is up
+    "warmup_failed": Message("sglang", b.error("warmup_failed"), HTTP_UP),
     "sigquit": Message("sglang", b.child("sigquit")),
     "kill_process_tree": Message(
         "sglang",
@@ -165,30 +166,40 @@ _MESSAGES: dict[str, Message] = {
         cause=Cause.KV_CACHE_INSUFFICIENT_MEMORY,
     ),
     "port_in_use": Message("sglang", b.error("port_in_use"), cause=Cause.PORT_IN_USE),
-    "memory_imbalance": Message(
-        "sglang",
-        b.memory_imbalance,
-    ),
+    # ModelRunner.init_torch_distributed (and 0.5.19's bootstrap check), every release
+    "memory_imbalance": Message("sglang", b.memory_imbalance, t(D, WEAK), scheduler=True),
+    # the settings SGLang changes on its own (the catalogue of 0.2-0.5.23 says where): sized with
+    # the KV cache (the memory pool), or by ServerArgs in the main process (launch)
     "override_reduced": Message(
         "sglang",
         b.override("setting", "requested", "actual"),
+        t(M, WEAK),
+        scheduler=True,
     ),
     "override_reset": Message(
         "sglang",
         b.override("phrase", None, "actual"),
+        _LAUNCH_LEVEL,
     ),
     "override_profiled": Message(
         "sglang",
         b.override("setting_key", "requested", "actual"),
+        t(M, WEAK),
+        scheduler=True,
     ),
     "override_capped": Message(
         "sglang",
         b.override("setting", None, "actual"),
+        t(M, WEAK),
+        scheduler=True,
     ),
-    "override_disabled": Message("sglang", b.override_disabled),
+    # a feature is disabled by ServerArgs (launch) or by the model runner: the catalogue's note for
+    # the whole message says the phase (a CUDA graph turned off has none: noise.json says why)
+    "override_disabled": Message("sglang", b.override_disabled, ByLine("note")),
     "override_adjusted": Message(
         "sglang",
         b.override_adjusted,
+        _LAUNCH_LEVEL,
     ),
     "shutdown": Message("sglang", b.with_message(ev.Shutdown)),
     "runtime_batch": Message(
@@ -237,6 +248,8 @@ _MESSAGES: dict[str, Message] = {
     # comes from decode steps only, never from the warmup's short request)
     "request_retraction": Message("sglang", b.with_message(ev.StartupNote), _SERVING_NOTE),
     "request_abort": Message("sglang", b.with_message(ev.StartupNote), _SERVING_OR_WARMUP_NOTE),
+    # known only at a message's start: other libraries print "WARNING: " inside their lines too
+    "sglang_warning": Message("sglang", b.with_message(ev.StartupNote), ByLine("note"), anywhere=False),
 }
 
 _ROOT, _ECHO, _WRAP = SignatureRole.ROOT, SignatureRole.ECHO, SignatureRole.WRAPPER
@@ -318,9 +331,10 @@ _SIGNATURES: tuple[Signature, ...] = (
         Phase.READY,
         rank=320,
     ),
+    # another process holds part of some GPUs: the memory the server was told to take is not free
     Signature(
         "memory_imbalance",
-        Cause.PYTHON_EXCEPTION,
+        Cause.GPU_MEMORY_OCCUPIED,
         _ROOT,
         Phase.DISTRIBUTED_INIT,
         hint="Some GPUs have less free memory than others: another process (often a stale server) holds them; "
@@ -435,6 +449,25 @@ _HINTS: tuple[Hint, ...] = (
         Cause.WATCHDOG_TIMEOUT,
         "The scheduler stopped making progress for --watchdog-timeout seconds: a hang in a kernel or a collective. "
         "Read the py-spy dump above it; raise --watchdog-timeout only if a step is legitimately that slow.",
+    ),
+    Hint(
+        Cause.CONFIGURATION_ERROR,
+        "SGLang refused its arguments at launch: the message above names the flag, value or model setting it does "
+        "not accept; fix it (python -m sglang.launch_server --help lists this version's flags) or use an SGLang "
+        "release that supports the combination.",
+        frozenset({Phase.LAUNCH, None}),
+    ),
+    Hint(
+        Cause.CONFIGURATION_ERROR,
+        "SGLang refused the configuration{where}: the message above names what this model, backend or "
+        "hardware does not support with these flags; change the flag it names (an attention backend, a KV cache "
+        "dtype, a parallel size) or use an SGLang release that supports the combination.",
+    ),
+    Hint(
+        Cause.STARTUP_CHECK_FAILED,
+        "SGLang stopped its start-up{where} on a condition it checks itself: the message above says what it "
+        "found (a device, driver or library state, a peer-to-peer or memory check, a pool that does not fit); "
+        "fix that, or rerun with the flag that skips the feature it names.",
     ),
     Hint(
         Cause.PYTHON_EXCEPTION,
@@ -702,6 +735,8 @@ PACK = Pack(
     warmup_paths=("/model_info", "/get_model_info"),
     notes="notes.json",  # written by scripts/sglang_notes.py from grammars/sglang/catalogue
     server_paths=(r"sglang/srt", r"launch_server"),
+    # SGLang's own start-up code: its raise and assert statements there are its checks
+    check_paths=(r"sglang/srt/", r"sglang/launch_server\.py"),
     harness_paths=(r"/sglang/test/",),
     fatal_headers=(r"hit an exception", r"^Initialization failed"),
     cut_headers=(r"hit an exception", r"warmup error"),
