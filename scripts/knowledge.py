@@ -333,7 +333,10 @@ def read_traceback(text: str) -> str | None:
     import logphase
 
     report = logphase.parse_text(text)
-    return str(report.failure.cause) if report.failure is not None else None
+    if report.failure is None:
+        return None
+    # an exception the server's own check raised is named by that check (the cause stays python_exception)
+    return f"check:{report.failure.check}" if report.failure.check else str(report.failure.cause)
 
 
 def judge(path: str, area: str, message: dict) -> Verdict:
@@ -391,7 +394,7 @@ class Release:
             "noise": self.messages["noise"],
             "raises": sum(self.raises.values()),
             "raises_mapped": self.raises["mapped"],
-            "raises_by_place": self.raise_causes["configuration_error"] + self.raise_causes["startup_check_failed"],
+            "raises_by_place": self.raise_causes["check:configuration"] + self.raise_causes["check:environment"],
             "formats": self.formats,
             "formats_read": self.formats_read,
             "functions": self.functions,
@@ -517,12 +520,12 @@ in `grammars/sglang/catalogue/coverage.json` (the ratchet, rewritten by the same
   text, a function the call graph ties between phases, printed while serving too, a progress
   bar; printed in several start-up phases: kept as notes of the earliest, counted as noise).
 - **raises mapped to a cause**: the `raise` statements of start-up functions, rendered as the
-  traceback they end with, for which the report names a cause more specific than
-  `python_exception`: a signature's, or, for a raise no signature reads, the cause of the place
-  it was raised (`logphase/pipeline/diagnosis.py`): `configuration_error` (SGLang's own check
-  refused a value, a type or a feature, or anything at launch), `startup_check_failed` (its own
-  check of the environment, later in start-up), `model_load_error` (a loader's). **of which by
-  place**: those named by the place (`configuration_error`, `startup_check_failed`).
+  traceback they end with, for which the report names more than a bare `python_exception`: a
+  signature's cause, or, for a raise no signature reads, what the place it was raised says
+  (`logphase/pipeline/diagnosis.py`): the failure's `check` (`configuration`: SGLang's own check
+  refused a value, a type or a feature, or anything at launch; `environment`: its own check of the
+  environment, later in start-up; the cause stays `python_exception`, the labelling vocabulary's
+  word), or `model_load_error` (a loader's). **of which by place**: those named by their check.
 - **log formats read**: the Python-logging formats the release's own code configures (mined by
   `scripts/sglang_formats.py` into the catalogue's `logging`: `configure_logger`'s prefix with its
   date format, `SGLANG_LOG_MS` and each order of rank tags the schedulers build, uvicorn's, the PD

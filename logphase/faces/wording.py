@@ -80,7 +80,7 @@ def _failed_headline(report: Report, total: str | None) -> str:
     f = report.failure
     if f is not None and f.while_serving:
         return _failed_while_serving(report, f, total)
-    cause = f": {f.cause.value}" if f else ""
+    cause = f": {f.cause.value}" + (f" (a {f.check} check of the server)" if f.check else "") if f else ""
     where = f" in {report.phase.value}" if report.phase else ""
     after = f" after {total}" if total else ""
     return f"FAILED{where}{after}{cause}"

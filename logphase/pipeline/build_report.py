@@ -212,6 +212,7 @@ def _failure(run: Run) -> tuple[FailureReport | None, Phase | None]:
         consequences=consequences,
         consequences_total=len(run.incidents) - 1,
         severity=_SEVERITY_WORD.get(root.assessment.severity, "echo"),
+        check=root.assessment.check,
         while_serving=phase is Phase.READY,
         after_ready_s=_after_ready(run, root.event.ts) if phase is Phase.READY else None,
     )
@@ -238,7 +239,11 @@ def _failure_phase(run: Run, root: Incident) -> Phase:
 
 def _hint_facts(run: Run, root: Incident) -> dict[str, Any]:
     """What the run knows that a hint's advice depends on."""
-    facts: dict[str, Any] = {"max_capture_bs": run.max_capture_bs, "native_crash": root.event.kind == "fatal_signal"}
+    facts: dict[str, Any] = {
+        "max_capture_bs": run.max_capture_bs,
+        "native_crash": root.event.kind == "fatal_signal",
+        "check": root.assessment.check,
+    }
     minimum = minimum_mem_fraction(root.assessment.message)
     if minimum:
         facts["min_mem_fraction_static"] = minimum

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from enum import Enum
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from logphase.pipeline import events as ev
 from logphase.pipeline.causes import Cause, SignatureRole
@@ -40,6 +40,14 @@ class Assessment(NamedTuple):
     # when the evidence names no phase: the earliest it can have been (a frame in a function that
     # runs several phases in turn, such as ModelRunner.initialize)
     floor: Phase | None = None
+    # an exception the server's own start-up check raised (``Check``): what it refused
+    check: Check | None = None
+
+
+# what a check of the server's own start-up code refused: what it was given (an argument, a model, a
+# combination) or what it found (a device, a driver, a pool that cannot be made). The cause stays
+# python_exception, the vocabulary's word for an exception no signature names; the check says more
+Check = Literal["configuration", "environment"]
 
 
 def _any_of(patterns: tuple[str, ...]) -> re.Pattern[str]:
@@ -273,7 +281,7 @@ def _assess_exception(e: ev.PythonException, after_ready: bool) -> Assessment | 
     )
     reading = readings[chosen]
     phase = reading.phase or wrapper_phase or frames_phase(e.frames)
-    cause = reading.cause or _unread_cause(e, phase, own=chosen == len(exceptions) - 1)
+    cause, check = (reading.cause, None) if reading.cause else _unread_cause(e, phase, own=chosen == len(exceptions) - 1)
     summary = _exception_text(exceptions[chosen]).split("\n", 1)[0]
     return Assessment(
         Severity.ROOT,
@@ -283,6 +291,7 @@ def _assess_exception(e: ev.PythonException, after_ready: bool) -> Assessment | 
         _exception_line(e, exceptions[chosen]),
         reading.hint or (header_reading.hint if header_reading else None),
         frames_floor(e.frames),
+        check,
     )
 
 
@@ -293,23 +302,23 @@ def _later(first: Phase | None, second: Phase | None) -> Phase | None:
     return first if first.order >= second.order else second
 
 
-def _unread_cause(e: ev.PythonException, phase: Phase | None, own: bool) -> Cause:
-    """The cause of an exception no signature reads, by where it was raised. A loader's error is
-    the model's. One the server's start-up code raised itself (``own``: the last exception of the
-    chain, raised by a raise or assert statement of a check path's innermost frame) is a check of
-    its own that failed: a configuration_error at launch or for a check's classes (a value, a type,
-    a feature not implemented), a startup_check_failed otherwise. A serving server's exceptions,
-    and the warmup's asserts on its request's response, stay python_exception: a request failed
-    there, not a check."""
+def _unread_cause(e: ev.PythonException, phase: Phase | None, own: bool) -> tuple[Cause, Check | None]:
+    """The cause of an exception no signature reads, and the check that raised it, by where it was
+    raised. A loader's error is the model's. One the server's start-up code raised itself (``own``:
+    the last exception of the chain, raised by a raise or assert statement of a check path's
+    innermost frame) is a check of its own that failed: of the configuration at launch or for a
+    check's classes (a value, a type, a feature not implemented), of the environment otherwise. A
+    serving server's exceptions, and the warmup's asserts on its request's response, are no check:
+    a request failed there."""
     if phase is Phase.WEIGHT_LOADING:
-        return Cause.MODEL_LOAD_ERROR
+        return Cause.MODEL_LOAD_ERROR, None
     if not own or phase is Phase.READY or not _raised_by_check(e):
-        return Cause.PYTHON_EXCEPTION
+        return Cause.PYTHON_EXCEPTION, None
     if phase is Phase.WARMUP and e.raised_by == "assert":
-        return Cause.PYTHON_EXCEPTION  # the warmup asserts its request's response: the request failed
+        return Cause.PYTHON_EXCEPTION, None  # the warmup asserts its request's response: the request failed
     if phase is Phase.LAUNCH or (e.exc_type or "").rsplit(".", 1)[-1] in _CHECK_CLASSES:
-        return Cause.CONFIGURATION_ERROR
-    return Cause.STARTUP_CHECK_FAILED
+        return Cause.PYTHON_EXCEPTION, "configuration"
+    return Cause.PYTHON_EXCEPTION, "environment"
 
 
 def _raised_by_check(e: ev.PythonException) -> bool:

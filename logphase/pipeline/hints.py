@@ -69,6 +69,8 @@ def _common_values(phase: Phase | None, config: dict[str, Any], facts: dict[str,
         values["minimum"] = facts["min_mem_fraction_static"]
     if facts.get("native_crash"):
         values["native_crash"] = True
+    if facts.get("check"):
+        values[f"{facts['check']}_check"] = True  # the server's own check raised it: its rows' advice
     return values
 
 

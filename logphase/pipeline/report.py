@@ -179,6 +179,13 @@ class FailureReport(BaseModel):
         description="root: the log states the error; unstated: it shows a failure without its error (a cut "
         "traceback, a crash dump, a vanished process); echo: only consequences of an error it does not hold",
     )
+    check: Literal["configuration", "environment"] | None = Field(
+        default=None,
+        description="for an exception no signature names, raised by a raise or assert statement of the server's own "
+        "start-up code: the check that refused to go on, of the configuration (an argument, a model, a combination "
+        "it does not support) or of the environment (a device, a driver, a memory or peer-to-peer check); the "
+        "cause stays python_exception",
+    )
     source: str | None = Field(default=None, description="the log the line is in, in a report on several logs (--merge)")
     while_serving: bool = Field(
         default=False,

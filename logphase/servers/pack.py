@@ -41,11 +41,6 @@ class Cause(str, Enum):
     WATCHDOG_TIMEOUT = "watchdog_timeout"
     KILLED = "killed"
     CHILD_PROCESS_FAILED = "child_process_failed"
-    # the server's own start-up code refused what it was given (a raise or assert statement of its
-    # own): an argument, a model or a combination it does not support; and the same code stopping on
-    # a condition it checks in the environment it found (a device, a driver, a pool that cannot be made)
-    CONFIGURATION_ERROR = "configuration_error"
-    STARTUP_CHECK_FAILED = "startup_check_failed"
     PYTHON_EXCEPTION = "python_exception"
     UNKNOWN = "unknown"
 
@@ -182,8 +177,8 @@ class Pack:
     server_paths: tuple[str, ...] = ()
     harness_paths: tuple[str, ...] = ()
     # the server's start-up code (regular expressions over a frame's path) whose own raise and assert
-    # statements are its checks: an exception raised there, which no signature reads, is a
-    # configuration_error or a startup_check_failed (pipeline/diagnosis.py), not a bare python_exception
+    # statements are its checks: an exception raised there, which no signature reads, is a failed
+    # check of the configuration or of the environment (pipeline/diagnosis.py's Check), not a bare exception
     check_paths: tuple[str, ...] = ()
     # an HTTP server's request handling (regular expressions over a frame's path): a traceback
     # through it once the server is up is one request's failure (a 500), and the server serves on

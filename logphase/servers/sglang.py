@@ -450,24 +450,29 @@ _HINTS: tuple[Hint, ...] = (
         "The scheduler stopped making progress for --watchdog-timeout seconds: a hang in a kernel or a collective. "
         "Read the py-spy dump above it; raise --watchdog-timeout only if a step is legitimately that slow.",
     ),
+    # an exception SGLang's own start-up check raised (pipeline/diagnosis.py's Check): the cause is
+    # python_exception, the check says what was refused
     Hint(
-        Cause.CONFIGURATION_ERROR,
+        Cause.PYTHON_EXCEPTION,
         "SGLang refused its arguments at launch: the message above names the flag, value or model setting it does "
         "not accept; fix it (python -m sglang.launch_server --help lists this version's flags) or use an SGLang "
         "release that supports the combination.",
         frozenset({Phase.LAUNCH, None}),
+        needs=("configuration_check",),
     ),
     Hint(
-        Cause.CONFIGURATION_ERROR,
+        Cause.PYTHON_EXCEPTION,
         "SGLang refused the configuration{where}: the message above names what this model, backend or "
         "hardware does not support with these flags; change the flag it names (an attention backend, a KV cache "
         "dtype, a parallel size) or use an SGLang release that supports the combination.",
+        needs=("configuration_check",),
     ),
     Hint(
-        Cause.STARTUP_CHECK_FAILED,
+        Cause.PYTHON_EXCEPTION,
         "SGLang stopped its start-up{where} on a condition it checks itself: the message above says what it "
         "found (a device, driver or library state, a peer-to-peer or memory check, a pool that does not fit); "
         "fix that, or rerun with the flag that skips the feature it names.",
+        needs=("environment_check",),
     ),
     Hint(
         Cause.PYTHON_EXCEPTION,
