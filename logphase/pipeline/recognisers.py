@@ -78,6 +78,7 @@ class _Term:
     table_literal: str = ""  # the literal's text, when ``via``
     live: int = 0  # walks that reached it the way Lark's parser does
     conflicts: int = 0  # walks that reached it by a derivation Lark's parser does not take
+    group: str = ""  # its group's name in the expression, when read back
     first: bool = False  # lexed in the start state: the dispatch's scan lexed it (no lookahead)
     via: str | None = None  # a literal the lexer produces through this pattern terminal (Lark's 'unless')
     unless: set[str] = field(default_factory=set)  # values that would make this pattern terminal a literal
@@ -107,6 +108,7 @@ class _Sub:
 class _Loop:
     body: _Alt
     ident: int
+    at_least_one: bool = False
     pattern: re.Pattern[str] | None = None
 
 
@@ -121,6 +123,7 @@ class _Structure:
         for rule in lark.rules:
             self.by_origin.setdefault(str(rule.origin.name), []).append(rule)
         self.count = 0
+        self.merge_repeats = True
 
     def repeats(self, name: str) -> bool:
         return any(NonTerminal(name) in r.expansion for r in self.by_origin[name])
@@ -144,9 +147,13 @@ class _Structure:
             r.expansion[0] != NonTerminal(name) or NonTerminal(name) in r.expansion[1:] for r in recursive
         ):
             raise NotRegularError(f"{name}: recursion other than a repetition")
-        base = self._alt([r for r in rules if r not in recursive], (*visiting, name))
+        base_rules = [r for r in rules if r not in recursive]
         rest = self._alt(recursive, (*visiting, name), skip_first=True)
-        base.reduces = rest.reduces = name
+        rest.reduces = name
+        if self.merge_repeats and [list(r.expansion) for r in base_rules] == [list(r.expansion[1:]) for r in recursive]:
+            return _Loop(rest, self.ident(), at_least_one=True)  # x+ (x* is "x+ or nothing"): one copy of x
+        base = self._alt(base_rules, (*visiting, name))
+        base.reduces = name
         return _Seq([base, _Loop(rest, self.ident())])
 
     def _alt(self, rules: list[Rule], visiting: tuple[str, ...], skip_first: bool = False) -> _Alt:
@@ -312,7 +319,7 @@ class _Walk:
         return frozenset(out)
 
     def _loop(self, node: _Loop, configs: Configs) -> Configs:
-        reached = configs
+        reached = self.walk(node.body, configs) if node.at_least_one else configs
         while True:
             grown = reached | self.walk(node.body, reached)
             if grown == reached:
@@ -462,7 +469,8 @@ class _Emitter:
             lexed = node.via or node.name
             atom = f"(?>{self.pattern(lexed)})"
             if node.kept or node.via or node.unless:  # read back, and checked (Lark's 'unless')
-                atom = f"(?P<t{node.ident}>{atom})"
+                node.group = f"t{node.ident}"
+                atom = f"(?P<{node.group}>{atom})"
             if node.via:
                 atom += f"(?<={re.escape(str(self.table.terminals[node.name].pattern.value))})"
             if node.first and first is not None:
@@ -482,7 +490,7 @@ class _Emitter:
         body = self.emit(node.body)
         if node.pattern is None:
             node.pattern = re.compile(body)
-        return f"(?P<l{node.ident}>(?:{body})*)"
+        return f"(?P<l{node.ident}>(?:{body}){'+' if node.at_least_one else '*'})"
 
 
 class _Mismatch(LogphaseError):
@@ -491,38 +499,53 @@ class _Mismatch(LogphaseError):
 
 def _read(node: _Node, m: re.Match[str], text: str) -> list[Any]:
     """The children Lark's tree builder gives for this node, from the match."""
-    if isinstance(node, _Term):
-        if not (node.kept or node.via or node.unless):
-            return []
-        value = m.group(f"t{node.ident}")
-        if value in node.unless or (node.via and value != node.table_literal):
-            raise _Mismatch(f"{node.name}: Lark's lexer gives this text another terminal")
-        return [Token(node.name, value)] if node.kept else []
-    if isinstance(node, _Seq):
-        out: list[Any] = []
-        for item in node.items:
-            out.extend(_read(item, m, text))
-        return out
-    if isinstance(node, _Alt):
-        if len(node.options) == 1:
-            return _read(node.options[0], m, text)
-        for k, option in enumerate(node.options):
-            if m.group(f"a{node.ident}_{k}") is not None:
-                return _read(option, m, text)
-        raise _Mismatch(f"no option of choice {node.ident} matched")
-    if isinstance(node, _Sub):
-        children = _read(node.inner, m, text)
-        return children if node.inline else [_FLATTEN.__default__(node.rule, children, None)]
+    children: list[Any] = _READERS[type(node)](node, m, text)
+    return children
+
+
+def _read_term(node: Any, m: re.Match[str], text: str) -> list[Any]:
+    if not node.group:
+        return []
+    value = m.group(node.group)
+    if (node.unless and value in node.unless) or (node.via and value != node.table_literal):
+        raise _Mismatch(f"{node.name}: Lark's lexer gives this text another terminal")
+    return [Token(node.name, value)] if node.kept else []
+
+
+def _read_seq(node: Any, m: re.Match[str], text: str) -> list[Any]:
+    out: list[Any] = []
+    for item in node.items:
+        out += _READERS[type(item)](item, m, text)
+    return out
+
+
+def _read_alt(node: Any, m: re.Match[str], text: str) -> list[Any]:
+    if len(node.options) == 1:
+        return _read_seq(node.options[0], m, text)
+    for k, option in enumerate(node.options):
+        if m.group(f"a{node.ident}_{k}") is not None:
+            return _read_seq(option, m, text)
+    raise _Mismatch(f"no option of choice {node.ident} matched")
+
+
+def _read_sub(node: Any, m: re.Match[str], text: str) -> list[Any]:
+    children = _READERS[type(node.inner)](node.inner, m, text)
+    return children if node.inline else [_FLATTEN.__default__(node.rule, children, None)]
+
+
+def _read_loop(node: Any, m: re.Match[str], text: str) -> list[Any]:
     start, end = m.span(f"l{node.ident}")
-    assert node.pattern is not None
-    out = []
+    out: list[Any] = []
     while start < end:
         iteration = node.pattern.match(text, start)
         if iteration is None or iteration.end() > end or iteration.end() == start:
             raise _Mismatch(f"repetition {node.ident} read back differently")
-        out.extend(_read(node.body, iteration, text))
+        out += _read_alt(node.body, iteration, text)
         start = iteration.end()
     return out
+
+
+_READERS: dict[type, Any] = {_Term: _read_term, _Seq: _read_seq, _Alt: _read_alt, _Sub: _read_sub, _Loop: _read_loop}
 
 
 # -- a grammar's recogniser ---------------------------------------------------------------------------
@@ -554,9 +577,14 @@ class Recogniser:
         start: Configs = frozenset({((self.table.start,), ())})
         for rule in messages:
             try:
-                node = _Sub(rule, False, structure.rule(rule))
-                walk = _Walk(self.table)
-                ends = frozenset(c for c in walk.walk(node, start) if self.table.accepts(c))
+                # a repetition once in the expression (x+) when the lexer tries the same terminals
+                # at its first and its later iterations, else twice (x, then x*)
+                for structure.merge_repeats in (True, False):
+                    node = _Sub(rule, False, structure.rule(rule))
+                    walk = _Walk(self.table)
+                    ends = frozenset(c for c in walk.walk(node, start) if self.table.accepts(c))
+                    if walk.exact:
+                        break
                 end = self.emitter.skip(walk.ignores(ends)) + r"\Z"
                 firsts = _lexed_first(node)
             except (NotRegularError, RecursionError) as why:
