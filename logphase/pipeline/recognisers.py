@@ -34,12 +34,13 @@ from __future__ import annotations
 
 import functools
 import re
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
 from lark import Lark, Token
 from lark.grammar import NonTerminal, Rule, Terminal
-from lark.lexer import TerminalDef, _create_unless
+from lark.lexer import TerminalDef
 
 from logphase.errors import LogphaseError
 from logphase.pipeline.grammars import _FLATTEN, Parsed, parse, parser
@@ -196,11 +197,7 @@ class _Table:
         lexer = self.lexers[state]
         key = id(lexer)
         if key not in self._orders:
-            terminals, callbacks = _create_unless(lexer.terminals, lexer.g_regex_flags, re, False)  # type: ignore[no-untyped-call]
-            literals = {
-                name: {t.name: str(t.pattern.value) for t in callback.scanner.terminals} for name, callback in callbacks.items()
-            }
-            self._orders[key] = (tuple(t.name for t in terminals), literals)
+            self._orders[key] = _unless(lexer.terminals, lexer.g_regex_flags)
         return self._orders[key]
 
     def step(self, stack: Stack, terminal: str) -> tuple[Stack, tuple[str, ...]] | None:
@@ -235,6 +232,30 @@ class _Table:
             stack = stack[: len(stack) - len(action[1].expansion)]
             stack = (*stack, self.states[stack[-1]][str(action[1].origin.name)][1])
         return tuple(reduced) == (*pending, "start")
+
+
+def _unless(terminals: list[TerminalDef], flags: int) -> tuple[tuple[str, ...], dict[str, dict[str, str]]]:
+    """What Lark's ``_create_unless`` makes of a lexer's terminals (in its order): the terminals its
+    scanner tries, and for each pattern terminal the literals it reads whole (their token then has
+    the literal's type). The same tests, but a literal that cannot start as the pattern does is not
+    matched against it (Lark matches every pair: ~0.1 ms each, most of a short log's start-up here)."""
+    literals_of: dict[str, dict[str, str]] = {}
+    embedded: set[str] = set()
+    strings = [t for t in terminals if t.pattern.type == "str"]
+    for retok in terminals:
+        if retok.pattern.type != "re":
+            continue
+        first = _terminal_first(retok)
+        for strtok in strings:
+            text = str(strtok.pattern.value)
+            if strtok.priority != retok.priority or (first is not None and text[:1] not in first):
+                continue
+            m = re.match(retok.pattern.to_regexp(), text, flags)
+            if m is not None and m.group(0) == text:
+                literals_of.setdefault(retok.name, {})[strtok.name] = text
+                if set(strtok.pattern.flags) <= set(retok.pattern.flags):
+                    embedded.add(strtok.name)
+    return tuple(t.name for t in terminals if t.name not in embedded), literals_of
 
 
 def _closing(configs: Configs, rule: str) -> Configs:
@@ -382,7 +403,7 @@ def _first_chars(pattern: str) -> frozenset[str] | None:
         parsed = _sre.parse(pattern)
     except re.error:
         return None
-    return _first_of(list(parsed))
+    return None if parsed.state.flags & re.IGNORECASE else _first_of(list(parsed))
 
 
 def _first_of(items: list[Any]) -> frozenset[str] | None:
@@ -404,7 +425,7 @@ def _first_of(items: list[Any]) -> frozenset[str] | None:
                 return None
         return frozenset(chars)
     if op is _sre.SUBPATTERN:
-        return _first_of(list(arg[-1]))
+        return None if arg[1] & re.IGNORECASE else _first_of(list(arg[-1]))
     if op is _sre.BRANCH:
         found: set[str] = set()
         for branch in arg[1]:
@@ -552,65 +573,86 @@ _READERS: dict[type, Any] = {_Term: _read_term, _Seq: _read_seq, _Alt: _read_alt
 
 
 class Recogniser:
-    """One grammar's compiled messages. ``match`` gives what Lark's parse would (a Parsed), or None
-    when the expressions refuse the line; ``complete``: a refusal is Lark's refusal too.
+    """One grammar's compiled messages. ``read`` gives what Lark's parse would (a Parsed), or None
+    when the expressions refuse the line, and whether that refusal is Lark's too.
 
     The first token is lexed as Lark's lexer lexes it in the start state (one scan over the first
     terminals of every message, in the lexer's order); only the messages that can start with it are
-    tried, each with its expression for that first terminal, compiled on first use."""
+    tried (Lark's parser goes on with those only), each walked and compiled on first use, with its
+    expression for that first terminal: a short log pays for the few messages it holds."""
 
     def __init__(self, source: str) -> None:
         self.source = source
         lark = parser(source)
         self.table = _Table(lark)
         self.emitter = _Emitter(self.table)
-        structure = _Structure(lark)
-        self.rules: dict[str, tuple[_Sub, str]] = {}  # message -> (its nodes, the expression of its end)
-        self.irregular: dict[str, str] = {}  # the messages left to Lark, and why
-        self.by_first: dict[str, list[str]] = {}  # first terminal (as lexed) -> the messages it can start
-        self._compiled: dict[tuple[str, str], re.Pattern[str] | None] = {}
-        exact = True
+        self.structure = _Structure(lark)
+        self._prepared: dict[str, tuple[_Sub, str, bool] | None] = {}  # message -> (nodes, end, exact)
+        self._why: dict[str, str] = {}  # the messages left to Lark, and why
+        # (message, first terminal) -> its expression and the nodes it was emitted from
+        self._compiled: dict[tuple[str, str], tuple[re.Pattern[str], tuple[_Sub, str, bool]] | None] = {}
+        # follow reads several logs in threads: a message is walked and compiled by one of them
+        self._lock = threading.Lock()
+        self.by_first: dict[str, list[str]] = {}  # first terminal -> the messages that can start with it
+        self.messages: list[str] = []
+        order, callbacks = self.table.order(self.table.start)
+        # a literal the start state's lexer reads through a pattern terminal would need the walk to
+        # place: every message is then tried (none of the packs' grammars has one)
+        self._any_first = bool(callbacks)
         try:
-            messages = _message_rules(structure)
+            self.messages = _message_rules(self.structure)
         except NotRegularError as why:
-            messages, self.irregular["start"] = [], str(why)
-        start: Configs = frozenset({((self.table.start,), ())})
-        for rule in messages:
+            self._why["start"] = str(why)
+        for rule in self.messages:
             try:
-                # a repetition once in the expression (x+) when the lexer tries the same terminals
-                # at its first and its later iterations, else twice (x, then x*)
-                for structure.merge_repeats in (True, False):
-                    node = _Sub(rule, False, structure.rule(rule))
-                    walk = _Walk(self.table)
-                    ends = frozenset(c for c in walk.walk(node, start) if self.table.accepts(c))
-                    if walk.exact:
-                        break
-                end = self.emitter.skip(walk.ignores(ends)) + r"\Z"
-                firsts = _lexed_first(node)
+                firsts, _ = _firsts(self.structure.rule(rule))
             except (NotRegularError, RecursionError) as why:
-                self.irregular[rule] = str(why)
-                continue
-            exact = exact and walk.exact
-            self.rules[rule] = (node, end)
+                self._why[rule] = str(why)
+                firsts = set(order)
             for terminal in firsts:
                 self.by_first.setdefault(terminal, []).append(rule)
-        self.complete = exact and not self.irregular
-        order, callbacks = self.table.order(self.table.start)
-        if callbacks:
-            self.complete = False
         scan = "|".join(f"(?P<{name}>{self.emitter.pattern(name)})" for name in order)
         self.scan = re.compile(scan) if scan else None
 
-    def _expression(self, rule: str, first: str) -> re.Pattern[str] | None:
+    def _prepare(self, rule: str) -> tuple[_Sub, str, bool] | None:
+        """A message's nodes walked with Lark's table (None: not regular here)."""
+        if rule in self._prepared:
+            return self._prepared[rule]
+        start: Configs = frozenset({((self.table.start,), ())})
+        prepared: tuple[_Sub, str, bool] | None = None
+        try:
+            # a repetition once in the expression (x+) when the lexer tries the same terminals at
+            # its first and its later iterations, else twice (x, then x*)
+            for self.structure.merge_repeats in (True, False):
+                node = _Sub(rule, False, self.structure.rule(rule))
+                walk = _Walk(self.table)
+                ends = frozenset(c for c in walk.walk(node, start) if self.table.accepts(c))
+                if walk.exact:
+                    break
+            prepared = (node, self.emitter.skip(walk.ignores(ends)) + r"\Z", walk.exact)
+        except (NotRegularError, RecursionError) as why:
+            self._why[rule] = str(why)
+        self._prepared[rule] = prepared
+        return prepared
+
+    def _expression(self, rule: str, first: str) -> tuple[re.Pattern[str], tuple[_Sub, str, bool]] | None:
         key = (rule, first)
-        if key not in self._compiled:
-            node, end = self.rules[rule]
-            try:
-                self._compiled[key] = re.compile(self.emitter.emit(node, first) + end)
-            except (NotRegularError, re.error):
-                self._compiled[key] = None
-                self.complete = False
+        if key in self._compiled:
+            return self._compiled[key]
+        with self._lock:
+            if key not in self._compiled:
+                self._compiled[key] = self._compile(rule, first)
         return self._compiled[key]
+
+    def _compile(self, rule: str, first: str) -> tuple[re.Pattern[str], tuple[_Sub, str, bool]] | None:
+        prepared = self._prepare(rule)
+        if prepared is None:
+            return None
+        try:
+            return re.compile(self.emitter.emit(prepared[0], first) + prepared[1]), prepared
+        except (NotRegularError, re.error) as why:
+            self._why[rule] = str(why)
+            return None
 
     def first_terminal(self, text: str) -> str | None:
         """The first token's terminal as Lark's lexer reads it (ignored terminals skipped)."""
@@ -623,39 +665,82 @@ class Recogniser:
                 return None if m is None else m.lastgroup
             pos = m.end()
 
-    def match(self, text: str) -> Parsed | None:
+    def read(self, text: str) -> tuple[Parsed | None, bool]:
+        """(what Lark's parse gives, as far as the expressions know; whether they decided: True
+        when they matched, or when every message that can start as the line does compiled exactly)."""
         first = self.first_terminal(text)
         if first is None:
-            return None
-        for rule in self.by_first.get(first, ()):
-            pattern = self._expression(rule, first)
-            m = pattern.match(text) if pattern is not None else None
+            return None, self.scan is not None and "start" not in self._why
+        decided = not self._any_first
+        for rule in self.messages if self._any_first else self.by_first.get(first, ()):
+            compiled = self._expression(rule, first)
+            if compiled is None:
+                decided = False
+                continue
+            pattern, prepared = compiled
+            decided = decided and prepared[2]
+            m = pattern.match(text)
             if m is not None:
-                node = self.rules[rule][0]
-                flattened: Parsed = _FLATTEN.__default__(rule, _read(node.inner, m, text), None)
-                return flattened
-        return None
+                flattened: Parsed = _FLATTEN.__default__(rule, _read(prepared[0].inner, m, text), None)
+                return flattened, True
+        return None, decided
+
+    def match(self, text: str) -> Parsed | None:
+        return self.read(text)[0]
+
+    def prepare_all(self) -> None:
+        """Walk and compile every message (tests and reports of what compiles)."""
+        for first, rules in self.by_first.items():
+            for rule in rules:
+                self._expression(rule, first)
+
+    @property
+    def rules(self) -> list[str]:
+        """The messages compiled (every one walked first)."""
+        self.prepare_all()
+        return [r for r in self.messages if self._prepared.get(r) is not None and r not in self._why]
+
+    @property
+    def irregular(self) -> dict[str, str]:
+        """The messages left to Lark, and why (every one walked first)."""
+        self.prepare_all()
+        return dict(self._why)
+
+    @property
+    def complete(self) -> bool:
+        """True when every refusal is Lark's too (every message compiled, exactly)."""
+        self.prepare_all()
+        return (
+            not self._why
+            and not self._any_first
+            and all(p is not None and p[2] for p in self._prepared.values())
+            and len(self._prepared) == len(self.messages)
+        )
 
 
-def _lexed_first(node: _Node) -> set[str]:
-    """The terminals the lexer reads a message's first token as (a literal read through a pattern
-    terminal is that pattern's)."""
-    found: set[str] = set()
-
-    def visit(n: _Node) -> None:
-        if isinstance(n, _Term):
-            if n.first:
-                found.add(n.via or n.name)
-        elif isinstance(n, _Seq | _Alt):
-            for item in n.items if isinstance(n, _Seq) else n.options:
-                visit(item)
-        elif isinstance(n, _Sub):
-            visit(n.inner)
-        else:
-            visit(n.body)
-
-    visit(node)
-    return found
+def _firsts(node: _Node) -> tuple[set[str], bool]:
+    """The terminals a node's text can start with, and whether it can be empty."""
+    if isinstance(node, _Term):
+        return {node.name}, False
+    if isinstance(node, _Seq):
+        found: set[str] = set()
+        for item in node.items:
+            first, empty = _firsts(item)
+            found |= first
+            if not empty:
+                return found, False
+        return found, True
+    if isinstance(node, _Sub):
+        return _firsts(node.inner)
+    if isinstance(node, _Alt):
+        found, can_be_empty = set(), False
+        for option in node.options:
+            first, empty = _firsts(option)
+            found |= first
+            can_be_empty = can_be_empty or empty
+        return found, can_be_empty
+    first, empty = _firsts(node.body)
+    return first, empty or not node.at_least_one
 
 
 def _message_rules(structure: _Structure) -> list[str]:
@@ -675,11 +760,8 @@ def recogniser(source: str) -> Recogniser:
 def recognise(source: str, text: str) -> Parsed | None:
     """What the grammar ``source`` reads in ``text`` (as :func:`grammars.parse` gives it): the
     compiled expressions' match, else Lark's parse when their refusal is not final."""
-    compiled = recogniser(source)
     try:
-        parsed = compiled.match(text)
+        parsed, decided = recogniser(source).read(text)
     except _Mismatch:
         return parse(source, text)
-    if parsed is not None or compiled.complete:
-        return parsed
-    return parse(source, text)
+    return parsed if decided else parse(source, text)
