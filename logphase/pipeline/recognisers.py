@@ -593,6 +593,7 @@ class Recogniser:
         self._compiled: dict[tuple[str, str], tuple[re.Pattern[str], tuple[_Sub, str, bool]] | None] = {}
         # follow reads several logs in threads: a message is walked and compiled by one of them
         self._lock = threading.Lock()
+        self._seen: dict[str, int] = {}  # lines read per first terminal
         self.by_first: dict[str, list[str]] = {}  # first terminal -> the messages that can start with it
         self.messages: list[str] = []
         order, callbacks = self.table.order(self.table.start)
@@ -665,12 +666,17 @@ class Recogniser:
                 return None if m is None else m.lastgroup
             pos = m.end()
 
-    def read(self, text: str) -> tuple[Parsed | None, bool]:
+    def read(self, text: str, eager: bool = False) -> tuple[Parsed | None, bool]:
         """(what Lark's parse gives, as far as the expressions know; whether they decided: True
-        when they matched, or when every message that can start as the line does compiled exactly)."""
+        when they matched, or when every message that can start as the line does compiled exactly).
+        Not ``eager``: the first few lines of a first terminal are left undecided (Lark reads them)."""
         first = self.first_terminal(text)
         if first is None:
             return None, self.scan is not None and "start" not in self._why
+        seen = self._seen[first] = self._seen.get(first, 0) + 1
+        ready = any((rule, first) in self._compiled for rule in self.by_first.get(first, ()))
+        if not eager and seen <= _WARM_FIRST and not ready:
+            return None, False  # not compiled for a few lines: Lark reads them
         decided = not self._any_first
         for rule in self.messages if self._any_first else self.by_first.get(first, ()):
             compiled = self._expression(rule, first)
@@ -686,7 +692,8 @@ class Recogniser:
         return None, decided
 
     def match(self, text: str) -> Parsed | None:
-        return self.read(text)[0]
+        """The expressions' reading, compiling what it needs at once."""
+        return self.read(text, eager=True)[0]
 
     def prepare_all(self) -> None:
         """Walk and compile every message (tests and reports of what compiles)."""
@@ -760,8 +767,18 @@ def recogniser(source: str) -> Recogniser:
 def recognise(source: str, text: str) -> Parsed | None:
     """What the grammar ``source`` reads in ``text`` (as :func:`grammars.parse` gives it): the
     compiled expressions' match, else Lark's parse when their refusal is not final."""
+    asked = _ASKED[source] = _ASKED.get(source, 0) + 1
+    if asked <= _WARM_LINES:
+        return parse(source, text)  # a grammar asked about a few lines only: Lark costs less than compiling
     try:
         parsed, decided = recogniser(source).read(text)
     except _Mismatch:
         return parse(source, text)
     return parsed if decided else parse(source, text)
+
+
+# Compiling costs ~1-5 ms a message (walk and re.compile), Lark ~0.1-0.2 ms a line: a grammar's
+# first lines, and a first terminal's first lines, go to Lark; what comes back often is compiled
+_WARM_LINES = 32
+_WARM_FIRST = 8
+_ASKED: dict[str, int] = {}
