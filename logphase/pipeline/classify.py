@@ -160,9 +160,11 @@ def _further_in(text: str, at: LineInfo) -> ev.EventBase | None:
     """A message behind something logphase does not know (another logger's prefix): by its text."""
     if len(text) > _LONG_LINE and not any(lead in text for lead in _anywhere_leads()):
         return None  # no server message starts anywhere in it: a long line is not scanned for one
-    leads, finder = _lead_search()
+    _SEARCHED[0] += 1
+    finder = _lead_finder() if _SEARCHED[0] > _FINDER_AFTER else None
     if finder is not None and not finder.line_hits(text.encode("utf-8", "replace")):
         return None  # Hyperscan: no head's literal start anywhere in the line
+    leads = _lead_pattern()
     _, _, _, anywhere = _dispatch()
     # anywhere.finditer(text, 1), tried only where a head's literal start is (every match of the
     # alternation starts with one): searching the alternation tries every head at every position
@@ -183,14 +185,22 @@ def _further_in(text: str, at: LineInfo) -> ev.EventBase | None:
 
 
 @cache
-def _lead_search() -> tuple[re.Pattern[str], LiteralFinder | None]:
-    """The literal starts of the heads searched anywhere: one alternation (where a head may start),
-    and Hyperscan's finder of the same literals when installed (whether any is in a line at all,
-    ~20x faster than the alternation)."""
-    leads = _anywhere_leads()
-    pattern = re.compile("|".join(re.escape(lead) for lead in sorted(leads, key=lambda s: (-len(s), s))))
-    finder = LiteralFinder(leads, use_hyperscan=True) if hyperscan_wanted() else None
-    return pattern, finder if finder is not None and finder.engine == "hyperscan" else None
+def _lead_pattern() -> re.Pattern[str]:
+    """The literal starts of the heads searched anywhere, as one alternation: where a head may start."""
+    return re.compile("|".join(re.escape(lead) for lead in sorted(_anywhere_leads(), key=lambda s: (-len(s), s))))
+
+
+@cache
+def _lead_finder() -> LiteralFinder | None:
+    """Hyperscan's finder of the same literals, when installed: whether any is in a line at all,
+    ~20x faster than the alternation; built once a log has had _FINDER_AFTER such lines (building it
+    costs more than a short log's searches)."""
+    finder = LiteralFinder(_anywhere_leads(), use_hyperscan=True) if hyperscan_wanted() else None
+    return finder if finder is not None and finder.engine == "hyperscan" else None
+
+
+_FINDER_AFTER = 256
+_SEARCHED = [0]  # lines searched for a message further in, in this process
 
 
 _QUOTES = frozenset("\"'")
