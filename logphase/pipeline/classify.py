@@ -11,6 +11,7 @@ the event.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 from functools import cache
 
 from logphase.pipeline import events as ev
@@ -160,14 +161,21 @@ def _further_in(text: str, at: LineInfo) -> ev.EventBase | None:
     """A message behind something logphase does not know (another logger's prefix): by its text."""
     if len(text) > _LONG_LINE and not any(lead in text for lead in _anywhere_leads()):
         return None  # no server message starts anywhere in it: a long line is not scanned for one
+    _, _, _, anywhere = _dispatch()
     _SEARCHED[0] += 1
-    finder = _lead_finder() if _SEARCHED[0] > _FINDER_AFTER else None
+    if _SEARCHED[0] <= _FINDER_AFTER:  # a few lines: the alternation itself, nothing more to build
+        return _first_found(text, at, (m.start() for m in anywhere.finditer(text, 1)))
+    finder = _lead_finder()
     if finder is not None and not finder.line_hits(text.encode("utf-8", "replace")):
         return None  # Hyperscan: no head's literal start anywhere in the line
     leads = _lead_pattern()
-    _, _, _, anywhere = _dispatch()
-    # anywhere.finditer(text, 1), tried only where a head's literal start is (every match of the
-    # alternation starts with one): searching the alternation tries every head at every position
+    return _first_found(text, at, _starts(text, leads, anywhere))
+
+
+def _starts(text: str, leads: re.Pattern[str], anywhere: re.Pattern[str]) -> Iterator[int]:
+    """Where anywhere.finditer(text, 1) finds its matches, trying the alternation only where a
+    head's literal start is (every match starts with one): searching the alternation tries every
+    head at every position."""
     position = 1
     while (lead := leads.search(text, position)) is not None:
         start = lead.start()
@@ -176,9 +184,17 @@ def _further_in(text: str, at: LineInfo) -> ev.EventBase | None:
             position = start + 1
             continue
         position = found.end()
+        yield start
+
+
+def _first_found(text: str, at: LineInfo, starts: Iterable[int]) -> ev.EventBase | None:
+    """The first event of the SGLang messages found at ``starts``."""
+    _, _, _, anywhere = _dispatch()
+    for start in starts:
         if text[start - 1] in _QUOTES:
             continue  # a message quoted in a source line ('raise ValueError("No available ...'): not the message
-        event = _build(found.lastgroup or "", text[start:], at)
+        found = anywhere.match(text, start)
+        event = _build(found.lastgroup or "", text[start:], at) if found is not None else None
         if event is not None:
             return event
     return None
@@ -199,7 +215,7 @@ def _lead_finder() -> LiteralFinder | None:
     return finder if finder is not None and finder.engine == "hyperscan" else None
 
 
-_FINDER_AFTER = 256
+_FINDER_AFTER = 256  # lines searched further in before the literal starts' search is built
 _SEARCHED = [0]  # lines searched for a message further in, in this process
 
 
