@@ -8,7 +8,7 @@ Each repetition k (0, 1, 2, ...) is a later run of the same logs: every ``YYYY-M
 (``[2026-02-05 12:28:06 TP0]`` prefixes, ``2026-02-05 12:28:06,123`` of Python's logging, ISO
 ``2026-02-05T12:28:06.123``) is moved forward by k * (span of the concatenation + 1 h); everything else,
 ``\\r``, non-UTF-8 bytes, times without a date (``[04:40:55 TP0]``, glog's ``I0205 12:28:06``), stays
-byte for byte. With ``--per-file N``, the N largest logs of each folder also get an input of their own
+byte for byte. The concatenation once, unrepeated, is an input too (``<folder>-all-once``). With ``--per-file N``, the N largest logs of each folder also get an input of their own
 (the same log repeated the same way), to see which kinds of log are slow; logs under ``--per-file-min``
 are left out (a 1 kB excerpt repeated 100,000 times says little about real logs).
 
@@ -156,12 +156,16 @@ def build(name: str, sources: list[Path], target: int, out_dir: Path = CORPUS_OU
 
 
 def folder_inputs(folder: Path, target: int, per_file: int = 0, per_file_min: int = 100_000) -> list[Input]:
-    """The folder's input, then one for each of its ``per_file`` largest logs of at least ``per_file_min`` bytes."""
+    """The folder's input, the folder's logs concatenated once (``-all-once``: a start-up log's size,
+    where fixed costs weigh), then one for each of its ``per_file`` largest logs of at least
+    ``per_file_min`` bytes."""
     logs = sorted(folder.glob("*.log"))
     if not logs:
         return []
     label = folder.resolve().name
     inputs = [build(f"{label}-all", logs, target)]
+    if len(logs) > 1:
+        inputs.append(build(f"{label}-all-once", logs, 0))  # target 0: one copy
     largest = sorted((p for p in logs if p.stat().st_size >= per_file_min), key=lambda p: -p.stat().st_size)[:per_file]
     inputs += [build(f"{label}-{p.stem}", [p], target) for p in largest]
     return inputs

@@ -24,7 +24,7 @@ Results, every single run included, go to bench/out/results.json.
 
 Corpus mode (``--corpus FOLDER...``): inputs of about ``--target-size`` built from real logs
 (bench/corpus.py: every ``*.log`` of a folder concatenated and repeated, each copy's timestamps moved
-later; and, ``--per-file N``, default 3, each of the folder's N largest logs of at least 100 kB repeated on
+later; the concatenation once too, ``-all-once``; and, ``--per-file N``, default 3, each of the folder's N largest logs of at least 100 kB repeated on
 its own), plus the reference log of ``--sizes`` (default 100MB there). A folder that does not exist is
 skipped with a note. Tools: logphase and grep as above, and lnav indexing the file without printing it,
 ``lnav -n -c ';SELECT count(*) FROM all_logs' FILE``; no naive baseline. One table per input, with

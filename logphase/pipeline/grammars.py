@@ -276,6 +276,29 @@ class Parsed:
         return next((c for c in self.children if c.rule == rule), None)
 
 
+def flatten_node(data: str, children: list[object]) -> Parsed:
+    """One node of a parse, as a :class:`Parsed` record, from its children (tokens, records already
+    flattened): Lark's trees are flattened by it, and so are the compiled recognisers' matches."""
+    node = Parsed(str(data))
+    for child in children:
+        if isinstance(child, Parsed):
+            if child.rule == "field":
+                key = child.first("FIELD_KEY")
+                value = child.first("FIELD_VALUE")
+                if key is not None and value is not None:
+                    node.fields.setdefault(key.strip(), value.strip())
+                continue
+            if not child.children and not child.fields and child.tokens:
+                # a named sub-rule of tokens only: a value the builders read by its name
+                node.values.setdefault(child.rule, [t for ts in child.tokens.values() for t in ts])
+            for name, tokens in child.values.items():
+                node.values.setdefault(name, tokens)  # values of nested sub-rules, by name too
+            node.children.append(child)
+        elif isinstance(child, str) and hasattr(child, "type"):  # a Lark token (a str with its terminal's name)
+            node.tokens.setdefault(child.type, []).append(str(child))
+    return node
+
+
 @functools.cache
 def _flattener() -> Transformer[Token, Parsed]:
     """Turns any parse tree into nested :class:`Parsed` records without knowing the grammar."""
@@ -283,24 +306,7 @@ def _flattener() -> Transformer[Token, Parsed]:
 
     class Flatten(Transformer[Token, Parsed]):
         def __default__(self, data: str, children: list[object], meta: object) -> Parsed:
-            node = Parsed(str(data))
-            for child in children:
-                if isinstance(child, Token):
-                    node.tokens.setdefault(child.type, []).append(str(child))
-                elif isinstance(child, Parsed):
-                    if child.rule == "field":
-                        key = child.first("FIELD_KEY")
-                        value = child.first("FIELD_VALUE")
-                        if key is not None and value is not None:
-                            node.fields.setdefault(key.strip(), value.strip())
-                        continue
-                    if not child.children and not child.fields and child.tokens:
-                        # a named sub-rule of tokens only: a value the builders read by its name
-                        node.values.setdefault(child.rule, [t for ts in child.tokens.values() for t in ts])
-                    for name, tokens in child.values.items():
-                        node.values.setdefault(name, tokens)  # values of nested sub-rules, by name too
-                    node.children.append(child)
-            return node
+            return flatten_node(data, children)
 
     return Flatten()
 

@@ -25,9 +25,10 @@ from typing import Literal
 from logphase.pipeline import events as ev
 from logphase.pipeline.envelope import Envelope
 from logphase.pipeline.events import LineInfo
-from logphase.pipeline.grammars import Parsed, parse, terminal_pattern
+from logphase.pipeline.grammars import Parsed, terminal_pattern
 from logphase.pipeline.plain import MAX_PARSE_CHARS
 from logphase.pipeline.prefilter import literal_factors
+from logphase.pipeline.recognisers import recognise
 from logphase.servers import PACKS
 
 # An exception message may run over several lines ("Possible solutions:", torchrun's failure
@@ -74,7 +75,7 @@ def line_shape(text: str) -> Parsed | None:
     stripped = text.strip()
     if not stripped or len(stripped) > MAX_PARSE_CHARS:
         return None
-    return parse("traceback", text if text[:1] in " \t" else stripped)
+    return recognise("traceback", text if text[:1] in " \t" else stripped)
 
 
 @dataclass
@@ -518,9 +519,6 @@ def _continue_cxx(record: OpenRecord, stripped: str, shape: Parsed | None) -> bo
     return False
 
 
-# Lines longer than this are first searched for the openers' literals (str.find is a fast search)
-_LONG_LINE = 1024
-
 
 @cache
 def _opener_literals() -> frozenset[str]:
@@ -536,8 +534,10 @@ def opens_record(env: Envelope, at: LineInfo) -> OpenRecord | None:
     'Fatal Python error' or a C++ 'terminate called ...'; without its first line, at a frame, a
     faulthandler stack or an exception line that no server's prefix precedes."""
     text = env.message
-    if len(text) > _LONG_LINE and not any(literal in text for literal in _opener_literals()):
-        return None  # the regex tries each opener at each position: a long line is searched for their literals
+    if not any(literal in text for literal in _opener_literals()):
+        # the regex tries each opener at each position (~1 us a character): any line is first
+        # searched for their literals (str's search, a few of them), most hold none
+        return None
     if _OPENERS.search(text) is None:
         return None  # a cheap test first: most lines are not traceback lines
     shape = line_shape(text)

@@ -1,0 +1,114 @@
+"""The grammars compiled into regular expressions (pipeline/recognisers.py) read every line as Lark
+does: on every ``//:`` example line of every message rule and on every line of every fixture, the
+compiled recogniser and Lark's parser give the same match (rule, tokens, fields, values, children)
+and so the same event; the events, built without validation, are what validation would make of them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from logphase.pipeline import classify, records
+from logphase.pipeline.classify import DISPATCHED
+from logphase.pipeline.envelope import split_envelope
+from logphase.pipeline.events import LineInfo
+from logphase.pipeline.grammars import Parsed, examples, parse
+from logphase.pipeline.messages import MESSAGES
+from logphase.pipeline.recognisers import recognise, recogniser
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "logs"
+# every grammar a line is recognised with: the dispatched ones and the traceback lines' (records.py)
+GRAMMARS = (*DISPATCHED, "traceback")
+AT = LineInfo(line=1, offset=0, raw="", ts=None, ts_inherited=False, rank=None)
+
+
+def shape(p: Parsed | None) -> object:
+    """Everything a Parsed holds, nested, for comparing."""
+    if p is None:
+        return None
+    return (p.rule, p.tokens, p.fields, p.values, [shape(c) for c in p.children])
+
+
+def compiled_reading(grammar: str, text: str) -> tuple[bool, Parsed | None]:
+    """(whether the compiled recogniser decided, what it read) for one line."""
+    found = recogniser(grammar).match(text)
+    return (found is not None or recogniser(grammar).complete), found
+
+
+def same_as_lark(grammar: str, text: str) -> None:
+    decided, compiled = compiled_reading(grammar, text)
+    lark = parse(grammar, text)
+    if decided:
+        assert shape(compiled) == shape(lark), (grammar, text)
+    assert shape(recognise(grammar, text)) == shape(lark), (grammar, text)
+    if lark is not None and lark.rule in MESSAGES and MESSAGES[lark.rule].build is not None and compiled is not None:
+        build = MESSAGES[lark.rule].build
+        assert build is not None
+        assert build(compiled, text, AT).model_dump() == build(lark, text, AT).model_dump()
+
+
+def example_lines() -> Iterator[tuple[str, str, str]]:
+    for grammar in GRAMMARS:
+        for rule, lines in examples(grammar).items():
+            for line in lines:
+                yield grammar, rule, line
+
+
+@pytest.mark.parametrize(("grammar", "rule", "line"), list(example_lines()))
+def test_every_example_line_reads_as_lark_reads_it(grammar: str, rule: str, line: str) -> None:
+    same_as_lark(grammar, line)
+
+
+def test_the_messages_compile() -> None:
+    """Most messages are regular: every grammar's messages compile but the configuration dump's,
+    and most grammars are complete (what their expressions refuse, Lark refuses: it is not asked)."""
+    compiled = {g: recogniser(g) for g in GRAMMARS}
+    assert all(not r.irregular for g, r in compiled.items() if g != "server_args"), {
+        g: r.irregular for g, r in compiled.items() if r.irregular
+    }
+    assert compiled["server_args"].irregular  # ?value and aliases: Lark's
+    complete = {g for g, r in compiled.items() if r.complete}
+    assert {"sglang", "vllm", "http", "nccl", "tqdm", "traceback"} <= complete
+
+
+def test_every_example_line_is_read_without_lark() -> None:
+    """The examples of the compiled messages are matched by their expressions, as their own rule."""
+    for grammar, rule, line in example_lines():
+        if rule in recogniser(grammar).rules:
+            found = recogniser(grammar).match(line)
+            assert found is not None and found.rule == rule, (grammar, rule, line)
+
+
+def test_a_shared_prefix_sees_the_other_messages_terminals() -> None:
+    """uvicorn's level starts every http message: after it, the lexer tries every message's next
+    terminal in its own order, and the expression does too (a line is not read as a message whose
+    terminal the lexer would not pick)."""
+    for line in ("INFO:     Started server process [4242]", "INFO:     something else entirely", "WARNING:  x"):
+        same_as_lark("http", line)
+
+
+@pytest.mark.parametrize("log", sorted(FIXTURES.glob("*.log")), ids=lambda p: p.name)
+def test_every_fixture_line_reads_as_lark_reads_it(log: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every (grammar, text) the classifier and the record reader ask about, on every line of a
+    fixture, is read the same by the compiled recogniser and by Lark."""
+    asked: list[tuple[str, str]] = []
+
+    def checked(grammar: str, text: str) -> Parsed | None:
+        asked.append((grammar, text))
+        same_as_lark(grammar, text)
+        return recognise(grammar, text)
+
+    monkeypatch.setattr(classify, "recognise", checked)
+    monkeypatch.setattr(records, "recognise", checked)
+    for number, raw in enumerate(log.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+        for line in raw.split("\r"):
+            env = split_envelope(line)
+            at = LineInfo(line=number, offset=0, raw=line, ts=None, ts_inherited=False, rank=env.rank)
+            event = classify.classify(env, at)
+            if event is not None:  # built without validation (LineInfo.event): valid as it is
+                json = event.model_dump_json()
+                assert type(event).model_validate_json(json).model_dump_json() == json, line
+            records.line_shape(env.message)
+    assert asked  # the fixture's lines were read
