@@ -170,3 +170,34 @@ def test_an_sglang_errors_own_advice_is_not_given_to_a_vllm_run() -> None:
     # and an SGLang run keeps it
     sglang = parse_bytes(b"launch_server.py: error: unrecognized arguments: --gpu-memory-utilization 0.9\n", source="x").failure
     assert sglang is not None and sglang.hint is not None and "sglang.launch_server --help" in sglang.hint
+
+
+def _vllm_raise(path: str, statement: str, last: str) -> bytes:
+    return (
+        "INFO 04-30 10:20:35 [api_server.py:1043] vLLM API server version 0.9.2\n"
+        "Traceback (most recent call last):\n"
+        '  File "/usr/local/bin/vllm", line 8, in <module>\n'
+        "    sys.exit(main())\n"
+        f'  File "/usr/local/lib/python3.12/site-packages/{path}", line 120, in __post_init__\n'
+        f"    {statement}\n"
+        f"{last}\n"
+    ).encode()
+
+
+def test_an_exception_vllms_own_check_raised_is_named_by_that_check() -> None:
+    """vLLM's start-up code refusing a value: a python_exception (the labelling vocabulary's word)
+    whose check is the configuration's, with vLLM's advice in vLLM's flags."""
+    report = parse_bytes(
+        _vllm_raise("vllm/config.py", "raise ValueError(", "ValueError: Zorglub is not supported with --enforce-eager.")
+    )
+    assert report.failure is not None
+    assert (report.failure.cause, report.failure.check) == (Cause.PYTHON_EXCEPTION, "configuration")
+    assert "vLLM refused the configuration" in report.failure.hint
+
+
+def test_an_exception_of_the_model_code_is_no_check_of_vllms() -> None:
+    report = parse_bytes(
+        _vllm_raise("vllm/model_executor/models/zorglub.py", "raise ValueError(", "ValueError: Zorglub layer")
+    )
+    assert report.failure is not None
+    assert (report.failure.cause, report.failure.check) == (Cause.PYTHON_EXCEPTION, None)

@@ -351,6 +351,22 @@ _HINTS: tuple[Hint, ...] = (
         "the flags against `vllm serve --help` of this version, or upgrade vLLM.",
         frozenset({Phase.LAUNCH}),
     ),
+    # an exception vLLM's own start-up check raised (pipeline/diagnosis.py's Check)
+    Hint(
+        Cause.PYTHON_EXCEPTION,
+        "vLLM refused the configuration{where}: the message above names the flag, value or model setting it "
+        "does not accept with this model, hardware or release (--max-model-len, --dtype, --quantization, a "
+        "parallel size, --enforce-eager); change it (vllm serve --help lists this version's flags) or use a "
+        "release that supports the combination.",
+        needs=("configuration_check",),
+    ),
+    Hint(
+        Cause.PYTHON_EXCEPTION,
+        "vLLM stopped its start-up{where} on a condition it checks itself: the message above says what it found "
+        "(a device, driver or library state, a memory or peer-to-peer check); fix that, or rerun with the flag "
+        "that avoids the feature it names.",
+        needs=("environment_check",),
+    ),
     Hint(
         Cause.CHILD_PROCESS_FAILED,
         "vLLM's engine or a worker process died, and its own error is not in this log: vLLM's front end only "
@@ -464,6 +480,9 @@ PACK = Pack(
         "cuda_graph_addresses": t(C, EVIDENCE, server_level=True),
     },
     server_paths=(r"/vllm/",),
+    # its start-up code, whose raise and assert statements are its own checks (config, engine
+    # arguments, workers, executors; not the model code's or the kernels')
+    check_paths=(r"vllm/(?:config|engine|v1/engine|worker|v1/worker|executor|v1/executor|entrypoints|platforms)",),
     # the headers vLLM logs before the traceback of a process that dies from it (the engine core's,
     # a V1 worker's, a V0 worker's: the driver raises it again)
     fatal_headers=(
