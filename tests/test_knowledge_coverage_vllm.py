@@ -91,7 +91,11 @@ def test_a_raise_is_mapped_only_to_a_specific_cause() -> None:
     no_room = {"exception": "ValueError", "function": "check_enough_kv_cache_memory", "line": 1}
     text = K.traceback_of("vllm/v1/core/kv_cache_utils.py", no_room, "No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.")
     assert K.read_traceback(text) not in K.GENERIC_CAUSES
-    other = K.traceback_of("vllm/config.py", {"exception": "ValueError", "function": "verify", "line": 1}, "Zorglub")
+    # a raise no signature reads: vLLM's own check, named by where it was raised
+    check = K.traceback_of("vllm/config.py", {"exception": "ValueError", "function": "verify", "line": 1}, "Zorglub")
+    assert K.read_traceback(check) == "check:configuration"
+    # the same raised by a model's code is no check of vLLM's start-up: not mapped
+    other = K.traceback_of("vllm/model_executor/models/zorglub.py", {"exception": "ValueError", "function": "f", "line": 1}, "Zorglub")
     assert K.read_traceback(other) in K.GENERIC_CAUSES
 
 
