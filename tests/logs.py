@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import io
 import os
 import subprocess
@@ -10,6 +11,7 @@ import sys
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from types import ModuleType
 
 from logphase import Engine
 from logphase.pipeline.report import Report
@@ -138,3 +140,13 @@ def logphase_cli(
             stream.flush()
             stream.detach()  # or closing the wrapper would close the BytesIO
     return subprocess.CompletedProcess(["logphase", *args], code, out.getvalue(), err.getvalue())
+
+
+def script_module(name: str) -> ModuleType:
+    """One of the repo's scripts (scripts/NAME.py) imported as a module, for tests of its measures."""
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parents[1] / "scripts" / f"{name}.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module

@@ -13,30 +13,19 @@ ratchet).
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from functools import cache
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
 from logphase.servers.sglang import PACK as SGLANG_PACK
+from tests.logs import script_module
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _script(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-K = _script("knowledge")
+K = script_module("knowledge")
 VERSIONS = K.versions()
 RATCHET = json.loads(K.RATCHET.read_text())["releases"]
 
@@ -158,7 +147,7 @@ def test_a_format_the_envelope_does_not_know_is_not_read() -> None:
 def test_the_formats_miner_reads_a_release(tmp_path: Path) -> None:
     import zipfile
 
-    formats = _script("sglang_formats")
+    formats = script_module("sglang_formats")
     wheel = tmp_path / "sglang-9.9.9-py3-none-any.whl"
     source = (
         "import logging\n"

@@ -11,28 +11,18 @@ After adding grammar rules: ``python scripts/knowledge.py --update``.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from functools import cache
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+
+from tests.logs import script_module
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _script(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-K = _script("knowledge")
+K = script_module("knowledge")
 VERSIONS = K.vllm_versions()
 RATCHET = json.loads(K.VLLM_RATCHET.read_text())["releases"]
 
@@ -113,7 +103,7 @@ def test_every_noise_entry_has_a_reason_and_matches_something() -> None:
 
 
 def test_the_notes_are_what_the_generator_writes() -> None:
-    notes = _script("vllm_notes")
+    notes = script_module("vllm_notes")
     assert json.loads(notes.NOTES.read_text()) == json.loads(notes.dumps(notes.notes_data(notes.collect())))
 
 
