@@ -30,6 +30,12 @@ class Severity(str, Enum):
     NOTE = "note"  # listed as a consequence when a failure exists, never a failure by itself
 
 
+# what a check of the server's own start-up code refused: what it was given (an argument, a model, a
+# combination) or what it found (a device, a driver, a pool that cannot be made). The cause stays
+# python_exception, the vocabulary's word for an exception no signature names; the check says more
+Check = Literal["configuration", "environment"]
+
+
 class Assessment(NamedTuple):
     severity: Severity
     cause: Cause
@@ -43,11 +49,6 @@ class Assessment(NamedTuple):
     # an exception the server's own start-up check raised (``Check``): what it refused
     check: Check | None = None
 
-
-# what a check of the server's own start-up code refused: what it was given (an argument, a model, a
-# combination) or what it found (a device, a driver, a pool that cannot be made). The cause stays
-# python_exception, the vocabulary's word for an exception no signature names; the check says more
-Check = Literal["configuration", "environment"]
 
 
 def _any_of(patterns: tuple[str, ...]) -> re.Pattern[str]:
