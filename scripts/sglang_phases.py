@@ -77,6 +77,9 @@ PHASE_ROOTS: list[tuple[str, str, str | None]] = [
     ("cuda_graph_capture", "*.__init__", "sglang/srt/hardware_backend/*/graph_runner/*graph_runner*.py"),
     # -- the KV cache and the other memory pools
     ("memory_pool", "*.init_memory_pool*", None),
+    # the kernels' warmup (FlashInfer autotune, DeepGEMM's JIT) runs after the pools are made and
+    # before capture (ModelRunner.initialize calls it after init_memory_pool): the memory pool's tail
+    ("memory_pool", "*.kernel_warmup", None),
     ("memory_pool", "*.profile_max_num_token", None),
     ("memory_pool", "*.init_target_memory_pool", None),
     ("memory_pool", "*.alloc_memory_pool", None),
