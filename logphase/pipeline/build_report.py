@@ -16,7 +16,7 @@ from logphase.pipeline.events import ProgressBar
 from logphase.pipeline.facts import SCHEDULER_KEYS
 from logphase.pipeline.hints import hint
 from logphase.pipeline.machine import KEEP_RUNS, PhaseMachine
-from logphase.pipeline.phases import PHASE_ORDER, Phase
+from logphase.pipeline.phases import PHASE_ORDER, Phase, later_phase
 from logphase.pipeline.report import (
     LOW_CAPTURE_MEMORY_GB,
     UNACCOUNTED_MIN_S,
@@ -226,6 +226,10 @@ def _failure_phase(run: Run, root: Incident) -> Phase:
     # partial_log warning says); before any phase marker of a whole log, the server was launching
     started_in = run.first_entry[0] if run.first_entry is not None else Phase.LAUNCH
     seen = root.track_phase or run.furthest_phase()
+    if root.event.rank is None and any(rank is not None for rank in run.tracks):
+        # a line no rank prefix names (torch's '[rankN]:' dropped, a bare C++ abort) in a run of
+        # ranks: any rank may have printed it, and the ranks got as far as the run did
+        seen = later_phase(seen, run.furthest_phase())
     floor = root.assessment.floor  # its frames show it past this phase
     if floor is not None and (seen is None or seen.order < floor.order):
         seen = floor

@@ -18,7 +18,7 @@ from logphase.pipeline.causes import Cause, SignatureRole
 from logphase.pipeline.functions import call_phase, frame_floor, frame_phase
 from logphase.pipeline.grammars import Parsed, parse, terminal_pattern
 from logphase.pipeline.messages import MESSAGES
-from logphase.pipeline.phases import Phase
+from logphase.pipeline.phases import Phase, later_phase
 from logphase.pipeline.signatures import Reading, read_error
 from logphase.servers import PACKS
 
@@ -273,7 +273,7 @@ def _assess_exception(e: ev.PythonException, after_ready: bool) -> Assessment | 
         # its error is elsewhere. Its frames are the echoing process's (the main process waits in
         # launch code while a child loads weights): they show how far that process got, no more
         echoed = _assessment(readings[echo], _exception_text(exceptions[echo]).split("\n", 1)[0], Severity.ECHO, None)
-        floor = _later(frames_floor(e.frames), frames_phase(e.frames))
+        floor = later_phase(frames_floor(e.frames), frames_phase(e.frames))
         return echoed._replace(line=_exception_line(e, exceptions[echo]), floor=floor)
     # the first exception of a chain is the original error, unless it is a wrapper quoting nothing known
     chosen = next(
@@ -294,13 +294,6 @@ def _assess_exception(e: ev.PythonException, after_ready: bool) -> Assessment | 
         frames_floor(e.frames),
         check,
     )
-
-
-def _later(first: Phase | None, second: Phase | None) -> Phase | None:
-    """The later of two phases (either may be unknown)."""
-    if first is None or second is None:
-        return first or second
-    return first if first.order >= second.order else second
 
 
 def _unread_cause(e: ev.PythonException, phase: Phase | None, own: bool) -> tuple[Cause, Check | None]:

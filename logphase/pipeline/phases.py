@@ -35,6 +35,13 @@ class Phase(str, Enum):
 PHASE_ORDER: tuple[Phase, ...] = tuple(Phase)
 
 
+def later_phase(first: Phase | None, second: Phase | None) -> Phase | None:
+    """The later of two phases (either may be unknown)."""
+    if first is None or second is None:
+        return first or second
+    return first if first.order >= second.order else second
+
+
 class MarkerRole(str, Enum):
     BEGIN = "begin"  # the phase's own start marker: enters it; on a finished run, starts a new run
     EVIDENCE = "evidence"  # a line only this phase prints: enters it
