@@ -403,9 +403,14 @@ class Release:
         }
 
 
-def versions() -> list[str]:
-    index = json.loads((CATALOGUE / "index.json").read_text())
+def _indexed_versions(folder: Path) -> list[str]:
+    """The releases a catalogue folder's index.json lists (SGLang's or vLLM's)."""
+    index = json.loads((folder / "index.json").read_text())
     return [e["version"] for e in index["releases"]]
+
+
+def versions() -> list[str]:
+    return _indexed_versions(CATALOGUE)
 
 
 @cache
@@ -717,8 +722,7 @@ def vllm_noise_reason(message: dict, area: str) -> str | None:
 
 
 def vllm_versions() -> list[str]:
-    index = json.loads((VLLM_CATALOGUE / "index.json").read_text())
-    return [e["version"] for e in index["releases"]]
+    return _indexed_versions(VLLM_CATALOGUE)
 
 
 @cache

@@ -461,15 +461,21 @@ def _stringish(node: ast.AST) -> bool:
     )
 
 
-def _string_assignments(fn: ast.AST) -> dict[str, list[tuple[int, str, ast.AST]]]:
-    """`name = <string>` and `name += <string>` in a function body (nested defs excluded)."""
-    found: dict[str, list[tuple[int, str, ast.AST]]] = {}
+def _own_nodes(fn: ast.AST) -> Iterator[ast.AST]:
+    """Every node of a function body but those of the functions, classes and lambdas it defines."""
     todo = list(ast.iter_child_nodes(fn))
     while todo:
         node = todo.pop()
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
             continue
         todo.extend(ast.iter_child_nodes(node))
+        yield node
+
+
+def _string_assignments(fn: ast.AST) -> dict[str, list[tuple[int, str, ast.AST]]]:
+    """`name = <string>` and `name += <string>` in a function body (nested defs excluded)."""
+    found: dict[str, list[tuple[int, str, ast.AST]]] = {}
+    for node in _own_nodes(fn):
         if (
             isinstance(node, ast.Assign)
             and len(node.targets) == 1
@@ -493,12 +499,7 @@ def _class_aliases(fn: ast.AST) -> dict[str, list[str]]:
     """`Worker = TpModelWorkerClient if overlap else TpModelWorker` in a function body: the class
     names a local variable may hold, so that `Worker(...)` is a call of their constructors."""
     found: dict[str, list[str]] = {}
-    todo = list(ast.iter_child_nodes(fn))
-    while todo:
-        node = todo.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue
-        todo.extend(ast.iter_child_nodes(node))
+    for node in _own_nodes(fn):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             leaves = [node.value]
             while leaves and isinstance(leaves[-1], ast.IfExp):
