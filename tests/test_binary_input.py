@@ -115,6 +115,17 @@ def test_random_bytes_are_read_in_junk_runs_with_the_same_report() -> None:
     assert report(data, False, [len(data) // 3]) == report(data, True, [])
 
 
+def test_a_text_log_with_a_few_mangled_bytes_keeps_its_plain_runs() -> None:
+    """A few invalid UTF-8 bytes (a bar cut inside a character) do not make a block binary: its
+    serving lines are still read in runs, not one by one."""
+    serving = "".join(f"[2026-05-09 10:00:{i % 60:02d}] Decode batch, #running-req: 1, #token: 9\n" for i in range(400))
+    data = tp2_startup().encode() + b"Loading \xe2\x96 cut\n" + serving.encode()
+    items = LineSplitter().feed_runs(data, bulk_module.bulk_patterns())
+    in_runs = sum(i.size for i in items if isinstance(i, LineRun) and not i.quiet)
+    assert in_runs >= 400
+    assert report(data, False, [len(data) // 2]) == report(data, True, [])
+
+
 @pytest.mark.parametrize(
     ("line", "is_junk"),
     [

@@ -276,7 +276,7 @@ class LineSplitter:
             if len(joined) == 19 * n and self._plain(buf, n):  # no line without a timestamp
                 return [self._take_run(buf, offset, n, found, joined)]
         self._all_plain = False
-        if patterns.junk is not None and not buf.isascii() and not _is_utf8(buf):
+        if patterns.junk is not None and not buf.isascii() and _binary(buf):
             # binary data: plain and quiet runs (ASCII) are rare, and looking for them costs a regex
             # step at every byte; the lines that are not junk are read one by one
             return self._between_runs(buf[1:], offset, patterns.junk)
@@ -447,6 +447,20 @@ def wrapped_until(part: bytes, stamp: int) -> int:
     """Where the wrappers before ``part[stamp]`` end, if it is only wrappers; else -1."""
     head = part[:stamp].decode("utf-8", errors="replace")
     return stamp if wrappers_end(head + "[") >= len(head) else -1
+
+
+# Invalid UTF-8 sequences a block may hold, per byte, and still be read as text: a text log with a
+# few mangled lines (a bar cut inside a character, a stray Latin-1 byte) keeps its runs
+BINARY_INVALID_PER_BYTE = 1 / 1024
+
+
+def _binary(block: bytes) -> bool:
+    """Whether a block that is not ASCII is binary data: NUL bytes, or invalid UTF-8 at more than
+    BINARY_INVALID_PER_BYTE of its bytes (U+FFFD already in the text counts too, harmlessly)."""
+    if b"\x00" in block:
+        return True
+    invalid = block.decode("utf-8", errors="replace").count("\ufffd")
+    return invalid > len(block) * BINARY_INVALID_PER_BYTE
 
 
 def _is_utf8(data: bytes) -> bool:
