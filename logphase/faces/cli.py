@@ -17,6 +17,7 @@ from typing import NoReturn
 from logphase.faces.commands import check, compare, follow, parse, report, schema
 from logphase.faces.exit_codes import EXIT_INTERRUPTED, EXIT_OUTPUT_CLOSED, EXIT_USAGE
 from logphase.faces.inputs import InputError
+from logphase.pipeline import kept_regex
 
 # in the order `logphase --help` lists them
 COMMANDS: tuple[ModuleType, ...] = (parse, follow, check, compare, report, schema)
@@ -83,6 +84,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def entry_point() -> None:
     code = main()
+    # patterns compiled for the first time on this machine are kept for the next run (os._exit skips atexit)
+    kept_regex.save()
     # Tearing the interpreter down (pydantic's and Lark's objects) is ~10% of a short run, and
     # nothing of ours needs it: flush what was printed and leave.
     try:

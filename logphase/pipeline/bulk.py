@@ -22,6 +22,7 @@ import re
 from functools import cache
 from typing import NamedTuple, Protocol
 
+from logphase.pipeline import kept_regex
 from logphase.pipeline.classify import all_heads
 from logphase.pipeline.derived import cached, digest
 from logphase.pipeline.envelope import envelope_patterns, plain_minutes_valid, valid_plain_stamp
@@ -157,7 +158,7 @@ def bulk_runs() -> re.Pattern[bytes]:
     quiet = rb"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d" + tags + rb"\] " + heads + rb"[^\s%]" + body
     envelope = rb"(?!" + b"|".join(p.encode() for p in envelope_patterns()) + rb")"
     loose = envelope + heads + rb"(?=[^\n]*\S)" + body
-    return re.compile(
+    return kept_regex.compile(
         rb"(?m)^(?:(?P<plain>" + PLAIN_RUN_BODY + rb")|(?P<quiet>(?:" + quiet + rb")+)|(?P<loose>(?:" + loose + rb")+))"
     )
 
@@ -186,7 +187,7 @@ def junk_line() -> re.Pattern[str]:
     odd = rf"(?:%(?!{meter})|\[(?!\d[\d:])|{escape})"
     bounded = r"(?=[^\r]{1," + str(MAX_QUIET_CHARS) + r"}(?:\r|\Z))"
     piece = f"(?!{guard}(?:{starts}))" + bounded + r"(?=[^\r]*?\S)" + plain + f"(?:{odd}{plain})*" + r"(?=\r|\Z)"
-    return re.compile(r"\r*(?:" + piece + r"\r*)+")
+    return kept_regex.compile(r"\r*(?:" + piece + r"\r*)+")
 
 
 @cache

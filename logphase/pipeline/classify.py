@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator
 from functools import cache
 
 from logphase.pipeline import events as ev
+from logphase.pipeline import kept_regex
 from logphase.pipeline.derived import cached, digest
 from logphase.pipeline.envelope import Envelope
 from logphase.pipeline.events import LineInfo
@@ -92,7 +93,7 @@ class _HeadIndex:
             alternatives = [f"(?P<{group}>{'|'.join(heads)})" for group, heads in groups.items()]
         else:
             alternatives = [h for heads in groups.values() for h in heads]
-        pattern = re.compile("|".join(alternatives)) if alternatives else None
+        pattern = kept_regex.compile("|".join(alternatives)) if alternatives else None
         self._compiled[chosen] = pattern
         return pattern
 
@@ -137,7 +138,7 @@ def _grammar_heads(grammar: str) -> _HeadIndex:
 @cache
 def _probes() -> re.Pattern[str]:
     """The progress-bar probes: a bar is told by its meter, wherever it is."""
-    return re.compile(
+    return kept_regex.compile(
         "|".join(
             f"(?P<{grammar}>{''.join(terminal_pattern(grammar, t) for t in names)})" for grammar, names in PROBES.items()
         )
@@ -148,7 +149,7 @@ def _probes() -> re.Pattern[str]:
 def _anywhere() -> re.Pattern[str]:
     """The server grammars' heads looked for anywhere in a line, one group per grammar (the group
     that matched names the grammar to parse with)."""
-    return re.compile(
+    return kept_regex.compile(
         "|".join(
             f"(?P<{g}>{'|'.join(f'(?:{h})' for h in _heads(g, anywhere=True) if _literal_led(h))})"
             for g in SERVER_GRAMMARS
@@ -161,14 +162,14 @@ def _fast_paths() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str], re
     """Regexes for the high-volume lines (access log, batch statistics, NCCL INFO), composed from
     the grammars' own terminals: a served log has millions of these, and Lark costs ~50 us each."""
     t = terminal_pattern
-    access = re.compile(
+    access = kept_regex.compile(
         rf"(?P<level>{t('http', 'UVICORN_LEVEL')}) +(?P<client>{t('http', 'CLIENT')}) - \""
         rf"(?P<method>{t('http', 'METHOD')}) (?P<path>{t('http', 'PATH')}) {t('http', 'PROTOCOL')}\" (?P<status>\d+)"
     )
-    batch = re.compile(t("sglang", "RUNTIME_BATCH"))
-    prefill = re.compile(t("sglang", "PREFILL_BATCH"))  # the batch statistics of a prefill
-    field = re.compile(rf"(?P<key>{t('sglang', 'FIELD_KEY')})(?:=|: )(?P<value>{t('sglang', 'FIELD_VALUE')})")
-    nccl_info = re.compile(
+    batch = kept_regex.compile(t("sglang", "RUNTIME_BATCH"))
+    prefill = kept_regex.compile(t("sglang", "PREFILL_BATCH"))  # the batch statistics of a prefill
+    field = kept_regex.compile(rf"(?P<key>{t('sglang', 'FIELD_KEY')})(?:=|: )(?P<value>{t('sglang', 'FIELD_VALUE')})")
+    nccl_info = kept_regex.compile(
         rf"(?P<host>{t('nccl', 'NCCL_HOST')}):(?P<pid>\d+):\d+ \[(?P<device>\d+)\] NCCL INFO(?: (?P<rest>.*))?", re.DOTALL
     )
     return access, batch, prefill, field, nccl_info
@@ -281,7 +282,7 @@ def _first_found(text: str, at: LineInfo, starts: Iterable[int]) -> ev.EventBase
 @cache
 def _lead_pattern() -> re.Pattern[str]:
     """The literal starts of the heads searched anywhere, as one alternation: where a head may start."""
-    return re.compile("|".join(re.escape(lead) for lead in sorted(_anywhere_leads(), key=lambda s: (-len(s), s))))
+    return kept_regex.compile("|".join(re.escape(lead) for lead in sorted(_anywhere_leads(), key=lambda s: (-len(s), s))))
 
 
 @cache

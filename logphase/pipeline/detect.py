@@ -23,6 +23,7 @@ import re
 from functools import cache
 from typing import Any, NamedTuple
 
+from logphase.pipeline import kept_regex
 from logphase.pipeline.envelope import Envelope
 from logphase.pipeline.grammars import first_terminals, parse, terminal_pattern
 from logphase.servers import PACKS
@@ -70,7 +71,7 @@ def _heads() -> tuple[re.Pattern[str], dict[str, StartRule]]:
         heads = (terminal_pattern(row.grammar, t) for t in first_terminals(row.grammar, row.rule))
         by_grammar.setdefault(row.grammar, []).extend(heads)
     alternatives = "|".join(f"(?P<{g}>{'|'.join(f'(?:{p})' for p in ps)})" for g, ps in by_grammar.items())
-    return re.compile(alternatives), {row.rule: row for row in STARTS}
+    return kept_regex.compile(alternatives), {row.rule: row for row in STARTS}
 
 
 def server_start(env: Envelope) -> Start | None:

@@ -14,6 +14,7 @@ from enum import Enum
 from typing import Any, Literal, NamedTuple
 
 from logphase.pipeline import events as ev
+from logphase.pipeline import kept_regex
 from logphase.pipeline.causes import Cause, SignatureRole
 from logphase.pipeline.functions import call_phase, frame_floor, frame_phase
 from logphase.pipeline.grammars import Parsed, parse, terminal_pattern
@@ -52,7 +53,7 @@ class Assessment(NamedTuple):
 
 
 def _any_of(patterns: tuple[str, ...]) -> re.Pattern[str]:
-    return re.compile("|".join(f"(?:{p})" for p in patterns) or r"(?!)")
+    return kept_regex.compile("|".join(f"(?:{p})" for p in patterns) or r"(?!)")
 
 
 # the packs' paths of the server's code and of test harnesses, and what a server logs before the
@@ -68,7 +69,7 @@ _CHECK_CLASSES = frozenset({"ValueError", "NotImplementedError", "TypeError", "A
 # the server whose pack's signature gives a hint, by the hint (a shared signature's hint is anyone's)
 _HINT_SERVER = {s.hint: pack.name for pack in PACKS if pack.server for s in pack.signatures if s.hint}
 # threading's excepthook header (traceback.lark), as a record keeps it: without its ':'
-_THREAD_HEADER = re.compile(terminal_pattern("traceback", "THREAD_EXCEPTION"))
+_THREAD_HEADER = kept_regex.compile(terminal_pattern("traceback", "THREAD_EXCEPTION"))
 
 
 def frames_phase(frames: list[ev.Frame]) -> Phase | None:

@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable, Mapping
 
 from logphase.pipeline import events as ev
+from logphase.pipeline import kept_regex
 from logphase.pipeline.build_report import build_report
 from logphase.pipeline.bulk import BulkReader, QuietLines
 from logphase.pipeline.classify import classify, foreign_source
@@ -38,7 +39,7 @@ KEEP_UNRECOGNIZED = 200
 WARNING_TAIL_LINES = 2
 # PyTorch's glog prefix (grammars/shared/torch.lark's GLOG_STAMP): level, month and day, time
 # ("E0130 18:11:34.707542"; "E130 ..." in c10's own logger: the month without its leading zero)
-_GLOG_TIME = re.compile(r"\[?(" + terminal_pattern("torch", "GLOG_STAMP") + ")")
+_GLOG_TIME = kept_regex.compile(r"\[?(" + terminal_pattern("torch", "GLOG_STAMP") + ")")
 # a last line that is only the start of a prefix: SGLang's or torchrun's bracket ("[2026-05-12 18:2",
 # "[2026-05-12 18:20:05 TP", "[rank"), or a wrapper's stamp ("2026-05-12T18:2")
 _HALF_PREFIX = re.compile(r"\[(?:\d[\d\-:.,T ]*(?: [A-Z]{1,4}\d*)*|r(?:a(?:n(?:k\d*)?)?)?)?|\d{1,4}(?:-[\d\-:.,T+Z]*)?")

@@ -17,6 +17,7 @@ import re
 from functools import cache, lru_cache
 from typing import NamedTuple
 
+from logphase.pipeline import kept_regex
 from logphase.pipeline.grammars import Symbol, rules, terminal_pattern
 
 # peeled wrappers per line, at most (a kubectl --prefix around docker -t around compose ...)
@@ -112,7 +113,7 @@ def _compiled() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
     wrapper = "|".join(f"(?:{alt})" for w in wrappers for alt in _alternatives(w))
     sglang = "|".join(f"(?:{alt})" for alt in _alternatives("sglang_prefix"))
     torch = "|".join(f"(?:{alt})" for alt in _alternatives("torch_rank"))
-    return re.compile(wrapper), re.compile(sglang), re.compile(torch)
+    return kept_regex.compile(wrapper), kept_regex.compile(sglang), kept_regex.compile(torch)
 
 
 def envelope_patterns() -> list[str]:
@@ -261,7 +262,7 @@ def _cut_log_string(body: str) -> str | None:
 
 @cache
 def _iso_time() -> re.Pattern[str]:
-    return re.compile(terminal_pattern("envelope", "ISO_TIME"))
+    return kept_regex.compile(terminal_pattern("envelope", "ISO_TIME"))
 
 
 def process_rank(parts: dict[str, str]) -> str | None:
@@ -291,7 +292,7 @@ def split_envelope(text: str) -> Envelope:
 
 @cache
 def _repeated() -> re.Pattern[str]:
-    return re.compile(terminal_pattern("envelope", "RAY_REPEATED"))
+    return kept_regex.compile(terminal_pattern("envelope", "RAY_REPEATED"))
 
 
 class _Wrapped(NamedTuple):

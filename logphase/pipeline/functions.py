@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 
+from logphase.pipeline import kept_regex
 from logphase.pipeline.phases import Phase
 from logphase.servers import PACKS
 from logphase.servers.pack import ServerFunction
@@ -42,7 +43,7 @@ _BY_CALL: dict[str, Phase] = {f.name: f.phase for f in SERVER_FUNCTIONS if f.fil
 # only by a row that names its file (a known call site: torch's init_process_group)
 _LIBRARY = {f.name: f.library for f in SERVER_FUNCTIONS if f.library is not None}
 _INSTALLED = re.compile(r"[/\\](?:site|dist)-packages[/\\]")
-_SERVER_PATHS = re.compile("|".join(p for pack in PACKS if pack.server for p in pack.server_paths) or r"(?!)")
+_SERVER_PATHS = kept_regex.compile("|".join(p for pack in PACKS if pack.server for p in pack.server_paths) or r"(?!)")
 # a whole name followed by its call's parenthesis ('self.load_model(' or 'CudaGraphRunner(')
 _CALL = re.compile(r"([A-Za-z_]\w*)\s*\(")
 

@@ -20,6 +20,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
+from logphase.pipeline import kept_regex
 from logphase.pipeline.derived import cached, digest
 
 if TYPE_CHECKING:  # Lark is imported when a line needs a parse, not to read the grammars' terminals
@@ -56,7 +57,7 @@ def parser(source: str) -> Lark:
     """The LALR parser for one source; compiled once per process and cached on disk by Lark."""
     from lark import Lark
 
-    return Lark.open(
+    lark = Lark.open(
         str(grammar_path(source)),
         parser="lalr",
         lexer="contextual",
@@ -64,6 +65,20 @@ def parser(source: str) -> Lark:
         maybe_placeholders=False,
         import_paths=pack_dirs(),
     )
+    _keep_scanners(lark)
+    return lark
+
+
+def _keep_scanners(lark: Lark) -> None:
+    """Lark's contextual lexer compiles a scanner per parser state on first use (~100 of them on the
+    real logs, each an alternation of terminals): give its lexers kept_regex in place of ``re`` so
+    that those are compiled once per machine. Lark reads the module from each lexer's ``re``
+    attribute; a Lark whose lexers look otherwise keeps ``re``."""
+    lexer = getattr(lark.parser, "lexer", None)
+    lexers = [*getattr(lexer, "lexers", {}).values(), getattr(lexer, "root_lexer", None)]
+    for basic in lexers:
+        if basic is not None and getattr(basic, "re", None) is re:
+            basic.re = kept_regex.RE_MODULE
 
 
 @functools.cache

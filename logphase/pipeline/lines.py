@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from operator import itemgetter
 from typing import NamedTuple, cast
 
+from logphase.pipeline import kept_regex
 from logphase.pipeline.envelope import wrappers_end
 from logphase.pipeline.grammars import terminal_pattern
 
@@ -33,7 +34,7 @@ def _glued_prefix_pattern() -> re.Pattern[bytes]:
     dated = terminal_pattern("envelope", "TIMESTAMP")
     clock = terminal_pattern("envelope", "CLOCK_TIME")
     tag = terminal_pattern("envelope", "RANK_TAG")
-    return re.compile(rb"\[(?:" + dated.encode() + rb"[ \]]|" + clock.encode() + rb" (?:" + tag.encode() + rb"))")
+    return kept_regex.compile(rb"\[(?:" + dated.encode() + rb"[ \]]|" + clock.encode() + rb" (?:" + tag.encode() + rb"))")
 
 
 def _bar_end_pattern() -> re.Pattern[bytes]:
@@ -43,7 +44,7 @@ def _bar_end_pattern() -> re.Pattern[bytes]:
     elapsed = terminal_pattern("tqdm", "ELAPSED")
     remaining = terminal_pattern("tqdm", "REMAINING")
     clock = rb"\[(?:" + elapsed.encode() + rb")<(?:" + remaining.encode() + rb")"
-    return re.compile(rb"\| *\d+/\d+ " + clock + rb"(?:, [^\]\r\n]*)?\](?=[^\s\]])")
+    return kept_regex.compile(rb"\| *\d+/\d+ " + clock + rb"(?:, [^\]\r\n]*)?\](?=[^\s\]])")
 
 
 class LogicalLine(NamedTuple):

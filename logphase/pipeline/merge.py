@@ -22,6 +22,7 @@ from typing import Literal, TypeVar
 
 from pydantic import BaseModel, Field
 
+from logphase.pipeline import kept_regex
 from logphase.pipeline.build_report import gaps_between
 from logphase.pipeline.causes import Cause
 from logphase.pipeline.grammars import terminal_pattern
@@ -61,13 +62,13 @@ _WAITED_ORDER = 2
 # collective began it together (groups 1-4 of grammars/shared/torch.lark's WATCHDOG_WORK).
 @functools.cache
 def _watchdog_work() -> re.Pattern[str]:
-    return re.compile(terminal_pattern("torch", "WATCHDOG_WORK"))
+    return kept_regex.compile(terminal_pattern("torch", "WATCHDOG_WORK"))
 
 
 @functools.cache
 def _router_pattern(terminal: str) -> re.Pattern[bytes]:
     """A terminal of the router's grammar (grammars/sglang/router.lark), for its log's bytes."""
-    return re.compile(terminal_pattern("router", terminal).encode())
+    return kept_regex.compile(terminal_pattern("router", terminal).encode())
 
 
 class NodeClock(BaseModel):

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from functools import cache
 
 from logphase.pipeline import events as ev
+from logphase.pipeline import kept_regex
 from logphase.pipeline.grammars import terminal_pattern
 from logphase.pipeline.notes import SCHEDULER_NOTE, catalogued_evidence, note_evidence
 from logphase.pipeline.phases import MarkerRole, Phase, Transition
@@ -64,8 +65,8 @@ LAUNCHERS = tuple(name for pack in PACKS for name in pack.launchers)
 def _bar_kinds() -> tuple[tuple[re.Pattern[str], Transition], ...]:
     # tqdm.lark's descriptions of the bars that are evidence, tried in this order
     return (
-        (re.compile(terminal_pattern("tqdm", "WEIGHTS_BAR_DESC")), WEIGHTS_BAR),
-        (re.compile(terminal_pattern("tqdm", "CAPTURE_BAR_DESC")), CAPTURE_BAR),
+        (kept_regex.compile(terminal_pattern("tqdm", "WEIGHTS_BAR_DESC")), WEIGHTS_BAR),
+        (kept_regex.compile(terminal_pattern("tqdm", "CAPTURE_BAR_DESC")), CAPTURE_BAR),
     )
 
 

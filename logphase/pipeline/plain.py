@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from logphase.pipeline import kept_regex
 from logphase.pipeline.grammars import terminal_pattern
 
 # Lines longer than this never reach Lark: the field regexes are linear per field, but quadratic
@@ -57,8 +58,8 @@ def _compile_plain_lines() -> tuple[re.Pattern[bytes], re.Pattern[bytes]]:
     # longest messages: batch 13 + 23 + 42 + 1 + 3900, access 9 + 64 + 256 + 4 + 16 + 1 + 2048 + 1 + 5 + 16 + 2 + 9 + 1024
     assert MAX_PARSE_CHARS >= 4041
     head = rb"\[(.{19})" + tags + rb"\] (?:" + access + rb"|" + batch + rb")"
-    lines = re.compile(rb"\n(?:" + head + rb"(?=\n)|[^\n]*)")
-    run = re.compile(rb"(?m)^(?:" + head.replace(b"(.{19})((?: ", b".{19}(?:(?: ", 1) + rb"\n)+")
+    lines = kept_regex.compile(rb"\n(?:" + head + rb"(?=\n)|[^\n]*)")
+    run = kept_regex.compile(rb"(?m)^(?:" + head.replace(b"(.{19})((?: ", b".{19}(?:(?: ", 1) + rb"\n)+")
     assert lines.groups == 2 and run.groups == 0
     return lines, run
 

@@ -26,6 +26,8 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
+from logphase.pipeline import kept_regex
+
 try:  # Python 3.11+: the parser re itself uses (sre_parse warns there)
     import re._parser as _sre  # type: ignore[import-not-found,unused-ignore]
 except ImportError:  # pragma: no cover - Python 3.10
@@ -263,7 +265,7 @@ class LiteralFinder:
         self._regex: re.Pattern[bytes] | None = None
         self._db: Any = _hyperscan_database(encoded) if use_hyperscan else None
         if self._db is None:
-            self._regex = re.compile(b"|".join(re.escape(s) for s in encoded))
+            self._regex = kept_regex.compile(b"|".join(re.escape(s) for s in encoded))
 
     @property
     def engine(self) -> str:

@@ -43,6 +43,7 @@ from lark.grammar import NonTerminal, Rule, Terminal
 from lark.lexer import TerminalDef
 
 from logphase.errors import LogphaseError
+from logphase.pipeline import kept_regex
 from logphase.pipeline.grammars import Parsed, flatten_node, parse, parser
 
 try:  # Python 3.11+: the parser re itself uses (sre_parse warns there)
@@ -510,7 +511,7 @@ class _Emitter:
             raise NotRegularError("a repetition whose iterations its first token does not decide")
         body = self.emit(node.body)
         if node.pattern is None:
-            node.pattern = re.compile(body)
+            node.pattern = kept_regex.compile(body)
         return f"(?P<l{node.ident}>(?:{body}){'+' if node.at_least_one else '*'})"
 
 
@@ -613,7 +614,7 @@ class Recogniser:
             for terminal in firsts:
                 self.by_first.setdefault(terminal, []).append(rule)
         scan = "|".join(f"(?P<{name}>{self.emitter.pattern(name)})" for name in order)
-        self.scan = re.compile(scan) if scan else None
+        self.scan = kept_regex.compile(scan) if scan else None
 
     def _prepare(self, rule: str) -> tuple[_Sub, str, bool] | None:
         """A message's nodes walked with Lark's table (None: not regular here)."""
@@ -650,7 +651,7 @@ class Recogniser:
         if prepared is None:
             return None
         try:
-            return re.compile(self.emitter.emit(prepared[0], first) + prepared[1]), prepared
+            return kept_regex.compile(self.emitter.emit(prepared[0], first) + prepared[1]), prepared
         except (NotRegularError, re.error) as why:
             self._why[rule] = str(why)
             return None

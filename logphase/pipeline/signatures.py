@@ -8,6 +8,7 @@ import re
 from functools import cache
 from typing import NamedTuple
 
+from logphase.pipeline import kept_regex
 from logphase.pipeline.causes import SIGNATURES, Cause, Signature, SignatureRole
 from logphase.pipeline.derived import cached, digest
 from logphase.pipeline.grammars import rules, terminal_pattern
@@ -50,7 +51,7 @@ class _Row:
         if self.needs is not None and not any(literal in text for literal in self.needs):
             return None
         if self._pattern is None:
-            self._pattern = re.compile(self.text)
+            self._pattern = kept_regex.compile(self.text)
         return self._pattern.search(text)
 
 
