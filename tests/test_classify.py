@@ -324,3 +324,14 @@ def test_real_sized_server_args_dump_is_parsed() -> None:
     )
     assert isinstance(event, ev.ServerArgs) and event.args_format == "call"
     assert event.args["model_path"] == "org/model" and event.args["mem_fraction_static"] == 0.88 and len(event.args) == 603
+
+
+def test_a_repeated_dump_gives_values_of_its_own() -> None:
+    """Dumps are read once per text (a restart repeats them): each event still owns its values."""
+    line = "[2026-05-09 09:20:26] server_args=ServerArgs(model_path='m', cuda_graph_bs=[1, 2], json={'a': [1]})"
+    first, second = event_of(line), event_of(line)
+    assert isinstance(first, ev.ServerArgs) and isinstance(second, ev.ServerArgs)
+    first.args["cuda_graph_bs"].append(4)
+    first.args["json"]["a"].append(2)
+    assert second.args["cuda_graph_bs"] == [1, 2] and second.args["json"] == {"a": [1]}
+    assert event_of(line).args == second.args  # type: ignore[union-attr]

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import copy
+import functools
 import re
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from lark import Token, Transformer
 from lark.exceptions import LarkError
 
-from logphase.pipeline.grammars import parser
+from logphase.pipeline.grammars import grammar_path, pack_dirs
+
+if TYPE_CHECKING:
+    from lark import Lark
 from logphase.pipeline.redact import redact_args
 
 ArgsFormat = Literal["call", "dict", "unparsed"]
@@ -96,13 +101,37 @@ def parse_server_args(text: str) -> tuple[dict[str, Any], ArgsFormat]:
     return redact_args(args), fmt
 
 
+@functools.cache
+def _values_parser() -> Lark:
+    """server_args.lark's LALR parser with the values built as it reduces (Lark's ``transformer=``):
+    no tree is built and walked again, ~30 % of a dump's reading. Lark keeps this one on disk too."""
+    from lark import Lark
+
+    return Lark.open(
+        str(grammar_path("server_args")),
+        parser="lalr",
+        lexer="contextual",
+        cache=True,
+        maybe_placeholders=False,
+        import_paths=pack_dirs(),
+        transformer=_ToPython(),
+    )
+
+
+# A file of several runs often repeats one dump (a restart with the same arguments; every rank of
+# some launchers): read once, copied out. A dump is ~10 kB of text and ~100 kB of values.
+@functools.lru_cache(maxsize=32)
+def _read_dump(text: str) -> tuple[dict[str, Any], ArgsFormat]:
+    result: dict[str, Any] = cast(dict[str, Any], _values_parser().parse(text))
+    fmt: ArgsFormat = "dict" if text[len("server_args=") :].startswith("{") else "call"
+    return result, fmt
+
+
 def _parse_server_args(text: str) -> tuple[dict[str, Any], ArgsFormat]:
     text = text.strip()
     try:
-        tree = parser("server_args").parse(text)
-        result = _ToPython().transform(tree)
-        fmt: ArgsFormat = "dict" if text[len("server_args=") :].startswith("{") else "call"
-        return result, fmt
+        result, fmt = _read_dump(text)
+        return copy.deepcopy(result), fmt
     except LarkError:
         pass
     # A dump cut short or holding a value the grammar does not know: keep what can be read.
