@@ -137,3 +137,26 @@ def test_reports_are_the_same_whichever_engine_the_prefilter_runs_on(engine: str
         full.finish()
         every_line.append(full.report().model_dump(mode="json"))
     assert through_engine == every_line
+
+
+@pytest.mark.skipif(not HAVE_HYPERSCAN, reason="hyperscan not installed (pip install 'logphase[fast]')")
+def test_each_finders_database_is_kept_apart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two finders of a run (the bulk path's, classify's) keep their databases under their own
+    names: under one name each start replaced the other's file and compiled both (~0.1 s)."""
+    from logphase.pipeline import derived, prefilter
+
+    monkeypatch.setenv(derived.CACHE_ENV, str(tmp_path))
+    derived.cache_dir.cache_clear()
+    try:
+        LiteralFinder(["Load weight begin", "Capture cuda graph"], name="one")
+        LiteralFinder(["NCCL WARN", "Traceback (most"], name="two")
+
+        def no_compiling(*_: object) -> None:
+            raise AssertionError("compiled again: not read back")
+
+        monkeypatch.setattr(prefilter, "_compiled_database", no_compiling)
+        again = LiteralFinder(["Load weight begin", "Capture cuda graph"], name="one")
+        assert again.line_hits(b"x\nLoad weight begin\n") == [19]  # where the literal ends
+        LiteralFinder(["NCCL WARN", "Traceback (most"], name="two")
+    finally:
+        derived.cache_dir.cache_clear()

@@ -131,7 +131,7 @@ def _event_literals() -> tuple[frozenset[str], tuple[str, ...]]:
 
 @cache
 def event_finder() -> LiteralFinder:
-    return LiteralFinder(event_literals()[0], use_hyperscan=hyperscan_wanted())
+    return LiteralFinder(event_literals()[0], use_hyperscan=hyperscan_wanted(), name="events")
 
 
 def _head_starts() -> list[str]:

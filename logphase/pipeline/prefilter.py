@@ -259,11 +259,13 @@ class LiteralFinder:
     """Finds where any of a set of literals occurs in a block of bytes: Hyperscan (gigabytes a
     second) when installed, else one compiled alternation (the same answer, slower)."""
 
-    def __init__(self, literals: Iterable[str], use_hyperscan: bool = True) -> None:
+    def __init__(self, literals: Iterable[str], use_hyperscan: bool = True, name: str = "literals") -> None:
+        """``name``: what the database is kept on disk as (each finder of a run its own name, or
+        one would replace the other's file on every start)."""
         self.literals = sorted(set(literals), key=lambda s: (-len(s), s))
         encoded = [s.encode() for s in self.literals]
         self._regex: re.Pattern[bytes] | None = None
-        self._db: Any = _hyperscan_database(encoded) if use_hyperscan else None
+        self._db: Any = _hyperscan_database(encoded, name) if use_hyperscan else None
         if self._db is None:
             self._regex = kept_regex.compile(b"|".join(re.escape(s) for s in encoded))
 
@@ -285,7 +287,7 @@ class LiteralFinder:
         return found
 
 
-def _hyperscan_database(encoded: list[bytes]) -> Any:
+def _hyperscan_database(encoded: list[bytes], name: str) -> Any:
     """A Hyperscan block database of the literals, or None when Hyperscan is not installed. Kept on
     disk (derived.py, serialized by Hyperscan) by the literals, Hyperscan's version and the machine:
     compiling it costs ~0.15 s, loading it well under a millisecond."""
@@ -310,7 +312,7 @@ def _hyperscan_database(encoded: list[bytes]) -> Any:
             raise ValueError(f"a kept Hyperscan database that does not load: {exc}") from exc
         return db
 
-    return cached("prefilter-hyperscan", key, build, load)
+    return cached(f"prefilter-hyperscan-{name}", key, build, load)
 
 
 def _compiled_database(hyperscan: Any, encoded: list[bytes]) -> Any:
