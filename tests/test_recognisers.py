@@ -112,3 +112,14 @@ def test_every_fixture_line_reads_as_lark_reads_it(log: Path, monkeypatch: pytes
                 assert type(event).model_validate_json(json).model_dump_json() == json, line
             records.line_shape(env.message)
     assert asked  # the fixture's lines were read
+
+
+def test_a_repeated_text_is_read_once_and_its_reading_cannot_be_changed_by_a_user() -> None:
+    from logphase.pipeline.recognisers import recognise
+
+    text = "[Gloo] Rank 3 is NOT connected to: [0, 1]"
+    first = recognise("gloo", text)
+    assert first is not None and first.items("missing") == ["0", "1"]
+    first.items("missing").append("7")  # a copy: the shared reading stays as parsed
+    again = recognise("gloo", text)
+    assert again is first and again.items("missing") == ["0", "1"]

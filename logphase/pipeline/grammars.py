@@ -263,7 +263,8 @@ def first_literal(source: str, rule: str) -> str:
 
 class Parsed:
     """A grammar match flattened for the event layer: the rule that matched, its tokens by terminal
-    name, its ``key=value`` fields, and the values of its named sub-rules (``requested: INT``)."""
+    name, its ``key=value`` fields, and the values of its named sub-rules (``requested: INT``).
+    Read-only once built: one reading serves every line of the same text (recognisers.recognise)."""
 
     __slots__ = ("children", "fields", "rule", "tokens", "values")
 
@@ -284,8 +285,9 @@ class Parsed:
         return "".join(parts) if parts else None
 
     def items(self, name: str) -> list[str]:
-        """The tokens of the named sub-rule ``name``, one by one (``missing: [INT ("," INT)*]``)."""
-        return self.values.get(name, [])
+        """The tokens of the named sub-rule ``name``, one by one (``missing: [INT ("," INT)*]``): a
+        copy (a Parsed is shared by every line of the same text: recognisers.recognise)."""
+        return list(self.values.get(name, ()))
 
     def child(self, rule: str) -> Parsed | None:
         return next((c for c in self.children if c.rule == rule), None)

@@ -767,7 +767,26 @@ def recogniser(source: str) -> Recogniser:
 
 def recognise(source: str, text: str) -> Parsed | None:
     """What the grammar ``source`` reads in ``text`` (as :func:`grammars.parse` gives it): the
-    compiled expressions' match, else Lark's parse when their refusal is not final."""
+    compiled expressions' match, else Lark's parse when their refusal is not final. A reading is
+    kept for texts that repeat (each rank prints a message, a library one per layer: 56 % of the
+    texts asked about in the real logs); a Parsed is never changed once built, so it is shared."""
+    key = (source, text)
+    if key in _READ:
+        return _READ[key]
+    parsed = _recognise(source, text)
+    if len(text) <= _MEMO_CHARS:
+        if len(_READ) >= _MEMO_ENTRIES:
+            _READ.clear()  # a bound on memory; what repeats is read again soon enough
+        _READ[key] = parsed
+    return parsed
+
+
+_READ: dict[tuple[str, str], Parsed | None] = {}
+_MEMO_ENTRIES = 4096
+_MEMO_CHARS = 512  # at most ~2 MB of texts kept
+
+
+def _recognise(source: str, text: str) -> Parsed | None:
     asked = _ASKED[source] = _ASKED.get(source, 0) + 1
     if asked <= _WARM_LINES:
         return parse(source, text)  # a grammar asked about a few lines only: Lark costs less than compiling
