@@ -177,7 +177,7 @@ def junk_line() -> re.Pattern[str]:
     as the line path decodes it (``\\d``, ``\\w``, ``\\s`` of str)."""
     starts = "|".join([*(f"(?:{p})" for p in envelope_patterns()), *_head_starts()])
     # what they can start with, tried first: most pieces of binary data start with none of it
-    first = first_chars(starts)
+    first = cached("junk-first-chars", digest([starts]), lambda: first_chars(starts), _optional_string)
     guard = f"(?=[{first}])" if first else ""
     meter = terminal_pattern("tqdm", "BAR_METER")
     # the loop unrolled: runs of ordinary characters are one repeat (a group per character costs ~10x)
@@ -188,6 +188,12 @@ def junk_line() -> re.Pattern[str]:
     bounded = r"(?=[^\r]{1," + str(MAX_QUIET_CHARS) + r"}(?:\r|\Z))"
     piece = f"(?!{guard}(?:{starts}))" + bounded + r"(?=[^\r]*?\S)" + plain + f"(?:{odd}{plain})*" + r"(?=\r|\Z)"
     return kept_regex.compile(r"\r*(?:" + piece + r"\r*)+")
+
+
+def _optional_string(data: object) -> str | None:
+    if data is not None and not isinstance(data, str):
+        raise TypeError("not a string")
+    return data
 
 
 @cache

@@ -310,15 +310,24 @@ _LONG_LINE = 1024
 @cache
 def _anywhere_leads() -> tuple[str, ...]:
     """What each SGLang head searched anywhere starts with (they are literal-led): a line holding
-    none of these holds no match of the ``anywhere`` pattern."""
-    leads: set[str] = set()
-    for g in SERVER_GRAMMARS:
-        for head in _heads(g, anywhere=True):
-            if _literal_led(head):
-                found = leading_literals(head)
-                assert found, f"a literal-led head without a literal start: {head}"
-                leads |= found
-    return tuple(sorted(leads))
+    none of these holds no match of the ``anywhere`` pattern. Kept on disk (derived.py) by the
+    heads' text: reading them parses each."""
+    heads = [h for g in SERVER_GRAMMARS for h in _heads(g, anywhere=True) if _literal_led(h)]
+
+    def build() -> list[str]:
+        leads: set[str] = set()
+        for head in heads:
+            found = leading_literals(head)
+            assert found, f"a literal-led head without a literal start: {head}"
+            leads |= found
+        return sorted(leads)
+
+    def load(data: object) -> tuple[str, ...]:
+        if not isinstance(data, list) or not all(isinstance(s, str) for s in data):
+            raise TypeError("anywhere leads: not a list of strings")
+        return tuple(data)
+
+    return cached("anywhere-leads", digest(heads), build, load)
 
 
 def _build(grammar: str, text: str, at: LineInfo) -> ev.EventBase | None:

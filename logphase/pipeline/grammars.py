@@ -65,11 +65,11 @@ def parser(source: str) -> Lark:
         maybe_placeholders=False,
         import_paths=pack_dirs(),
     )
-    _keep_scanners(lark)
+    keep_scanners(lark)
     return lark
 
 
-def _keep_scanners(lark: Lark) -> None:
+def keep_scanners(lark: Lark) -> None:
     """Lark's contextual lexer compiles a scanner per parser state on first use (~100 of them on the
     real logs, each an alternation of terminals): give its lexers kept_regex in place of ``re`` so
     that those are compiled once per machine. Lark reads the module from each lexer's ``re``

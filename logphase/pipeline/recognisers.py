@@ -251,7 +251,7 @@ def _unless(terminals: list[TerminalDef], flags: int) -> tuple[tuple[str, ...], 
             text = str(strtok.pattern.value)
             if strtok.priority != retok.priority or (first is not None and text[:1] not in first):
                 continue
-            m = re.match(retok.pattern.to_regexp(), text, flags)
+            m = kept_regex.compile(retok.pattern.to_regexp(), flags).match(text)
             if m is not None and m.group(0) == text:
                 literals_of.setdefault(retok.name, {})[strtok.name] = text
                 if set(strtok.pattern.flags) <= set(retok.pattern.flags):

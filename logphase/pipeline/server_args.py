@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 from lark import Token, Transformer
 from lark.exceptions import LarkError
 
-from logphase.pipeline.grammars import grammar_path, pack_dirs
+from logphase.pipeline.grammars import grammar_path, keep_scanners, pack_dirs
 
 if TYPE_CHECKING:
     from lark import Lark
@@ -107,7 +107,7 @@ def _values_parser() -> Lark:
     no tree is built and walked again, ~30 % of a dump's reading. Lark keeps this one on disk too."""
     from lark import Lark
 
-    return Lark.open(
+    lark = Lark.open(
         str(grammar_path("server_args")),
         parser="lalr",
         lexer="contextual",
@@ -116,6 +116,8 @@ def _values_parser() -> Lark:
         import_paths=pack_dirs(),
         transformer=_ToPython(),
     )
+    keep_scanners(lark)
+    return lark
 
 
 # A file of several runs often repeats one dump (a restart with the same arguments; every rank of
