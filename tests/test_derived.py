@@ -263,11 +263,11 @@ def test_a_kept_hyperscan_database_finds_what_a_compiled_one_finds(cache_folder:
 
     expected = hits(prefilter._compiled_database(hyperscan, literals))
     assert expected
-    assert hits(prefilter._hyperscan_database(literals)) == expected  # computed and kept
-    assert hits(prefilter._hyperscan_database(literals)) == expected  # read back
+    assert hits(prefilter._hyperscan_database(literals, "test")) == expected  # computed and kept
+    assert hits(prefilter._hyperscan_database(literals, "test")) == expected  # read back
     [kept] = cache_folder.glob("prefilter-hyperscan-*.json")
     kept.write_text(json.dumps("AAAA" * 40), encoding="utf-8")  # base64 of no database
-    assert hits(prefilter._hyperscan_database(literals)) == expected
+    assert hits(prefilter._hyperscan_database(literals, "test")) == expected
     assert json.loads(kept.read_text(encoding="utf-8")) != "AAAA" * 40
 
 
