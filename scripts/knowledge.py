@@ -738,6 +738,8 @@ def vllm_prefix_style(version: str) -> str:
 
 # what a positional %s stands for, by the words around it (vLLM's templates name no placeholder)
 _VLLM_VERSION_BEFORE = ("version ", "(v", "==")
+# what vLLM's compile messages start with (their leading %s): the compiled module's tag, or nothing
+_VLLM_TAG = "[backbone] "
 _VLLM_NUMBER_AFTER = (" tokens", " seconds", " secs", " GiB", " GB", " MiB", " blocks", " s ", " s.", " s,", "x")
 
 
@@ -746,6 +748,8 @@ def _vllm_percent(template: str) -> str:
         if m.group(0) == "%%":
             return "%"
         conv, before, after = m.group(2), template[max(0, m.start() - 12) : m.start()], template[m.end() : m.end() + 8]
+        if m.start() == 0 and conv == "s" and after[:1].isalpha():
+            return _VLLM_TAG  # "%sDynamo bytecode transform time: ...": the compiled module's tag
         if conv in "dix":
             return "42"
         if conv in "fge":
