@@ -26,6 +26,7 @@ def fresh_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pat
     derived.cache_dir.cache_clear()
     monkeypatch.setattr(kept_regex, "_kept", None)
     monkeypatch.setattr(kept_regex, "_new", {})
+    monkeypatch.setattr(kept_regex, "_built", {})
     yield folder
     derived.cache_dir.cache_clear()
 
@@ -34,6 +35,7 @@ def _reread(monkeypatch: pytest.MonkeyPatch) -> None:
     """As a new process would: nothing in memory, the file read at the next compile."""
     monkeypatch.setattr(kept_regex, "_kept", None)
     monkeypatch.setattr(kept_regex, "_new", {})
+    monkeypatch.setattr(kept_regex, "_built", {})
 
 
 def _same(got: re.Pattern[str] | re.Pattern[bytes], expected: re.Pattern[str] | re.Pattern[bytes], texts: list[str]) -> None:
@@ -138,3 +140,9 @@ def test_the_command_line_keeps_what_it_compiled(tmp_path: Path) -> None:
         assert done.returncode == 1, done.stderr
         (kept,) = (tmp_path / "cache").glob("regex-*.marshal")
         assert kept.stat().st_size > 10_000
+
+
+def test_a_pattern_is_built_once_per_process(fresh_store: Path) -> None:
+    """As re keeps its own: callers that compile the same pattern again get the same object."""
+    pattern = r"(?P<rank>TP\d+) ready"
+    assert kept_regex.compile(pattern) is kept_regex.compile(pattern)

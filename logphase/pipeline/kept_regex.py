@@ -56,6 +56,9 @@ _Entry = tuple[int, bytes, int, dict[str, int], tuple[str | None, ...]]
 _lock = threading.Lock()
 _kept: dict[tuple[str | bytes, int], _Entry] | None = None
 _new: dict[tuple[str | bytes, int], _Entry] = {}
+# the patterns built in this process, as re keeps its own (some callers compile the same pattern
+# again and again, trusting re's cache)
+_built: dict[tuple[str | bytes, int], re.Pattern[Any]] = {}
 
 
 class _Engine:
@@ -165,6 +168,17 @@ def compile(pattern: AnyStr, flags: int = 0) -> re.Pattern[AnyStr]:
         return re.compile(pattern, flags)
     flags = int(flags)
     key = (pattern, flags)
+    built = _built.get(key)
+    if built is not None:
+        return built
+    compiled = _compile(engine, pattern, flags)
+    _built[key] = compiled
+    return compiled
+
+
+def _compile(engine: _Engine, pattern: AnyStr, flags: int) -> re.Pattern[AnyStr]:
+    global _kept
+    key = (pattern, flags)
     with _lock:
         if _kept is None:
             _kept = _read(_path(engine))
@@ -174,11 +188,13 @@ def compile(pattern: AnyStr, flags: int = 0) -> re.Pattern[AnyStr]:
             return engine.build(pattern, entry)
         except (RuntimeError, TypeError, ValueError):
             pass  # an entry of the wrong shape: compiled anew below
-    compiled = re.compile(pattern, flags)  # raises re.error on a bad pattern, as callers expect
     try:
-        entry = engine.entry(pattern, flags)
-    except Exception:
-        return compiled
+        entry = engine.entry(pattern, flags)  # what re.compile does in Python, kept
+        compiled = engine.build(pattern, entry)
+    except re.error:
+        raise  # a bad pattern, as re.compile says it
+    except Exception:  # a pattern the recording cannot handle is still compiled
+        return re.compile(pattern, flags)
     with _lock:
         assert _kept is not None
         _kept[key] = _new[key] = entry
