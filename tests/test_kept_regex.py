@@ -90,7 +90,7 @@ def test_a_damaged_file_is_never_used(fresh_store: Path, monkeypatch: pytest.Mon
     kept_regex.save()
     (path,) = fresh_store.glob("regex-*.marshal")
     content = bytearray(path.read_bytes())
-    content[-5] ^= 0xFF  # one byte of the payload: its hash no longer holds
+    content[-5] ^= 0xFF  # one byte of the payload: its checksum no longer holds
     path.write_bytes(bytes(content))
     _reread(monkeypatch)
     _same(kept_regex.compile(pattern), re.compile(pattern), ["8 ranks ready", "1 rank"])
