@@ -164,7 +164,6 @@ def _read(path: Path | None) -> dict[tuple[str | bytes, int], _Entry]:
 
 def compile(pattern: AnyStr, flags: int = 0) -> re.Pattern[AnyStr]:
     """``re.compile(pattern, flags)``, from the code kept on disk when there is some."""
-    global _kept
     engine = _the_engine()
     if engine is None:
         return re.compile(pattern, flags)
