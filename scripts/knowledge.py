@@ -36,6 +36,7 @@ import json
 import re
 import sys
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -340,21 +341,28 @@ def read_traceback(text: str) -> str | None:
 
 
 def judge(path: str, area: str, message: dict) -> Verdict:
-    reason = noise_reason(message)
-    if reason is not None:
+    if noise_reason(message) is not None:
         return Verdict("noise")
     text = render(message)
-    if text is None:
+    expected = boundary_phase(message) or message["phase"]
+    return line_verdict(
+        None if text is None else log_line(path, area, message, text),
+        # (a shared helper's line is evidence of whichever phase calls it)
+        lambda phases: expected in phases or bool(message.get("shared") and phases),
+        message["level"],
+    )
+
+
+def line_verdict(line: str | None, placed: Callable[[tuple[str, ...]], bool], level: str) -> Verdict:
+    """The verdict on a message's log line (None: it renders to none), either server's: covered when
+    logphase places it (``placed`` on the phases it shows) or reads an error line as a failure (its
+    phase is where the rank was, which one line cannot show); else unrecognised, other_phase, no_phase."""
+    if line is None:
         return Verdict("unrecognised")
-    recognised, phases, cause = read_line(log_line(path, area, message, text))
+    recognised, phases, cause = read_line(line)
     if not recognised:
         return Verdict("unrecognised")
-    expected = boundary_phase(message) or message["phase"]
-    if expected in phases or (message.get("shared") and phases):
-        # (a shared helper's line is evidence of whichever phase calls it)
-        return Verdict("covered", phases)
-    if message["level"] in FAILING and cause is not None:
-        # an error line is a failure: its phase is where the rank was, which one line cannot show
+    if placed(phases) or (level in FAILING and cause is not None):
         return Verdict("covered", phases)
     return Verdict("other_phase" if phases else "no_phase", phases)
 
@@ -790,17 +798,12 @@ def vllm_judge(version: str, path: str, area: str, message: dict) -> Verdict:
     if vllm_noise_reason(message, area) is not None:
         return Verdict("noise")
     text = vllm_render(message)
-    if text is None:
-        return Verdict("unrecognised")
-    recognised, phases, cause = read_line(vllm_log_line(version, path, message, text))
-    if not recognised:
-        return Verdict("unrecognised")
     expected = VLLM_AREA_PHASE.get(area)
-    if (expected in phases) if expected else bool(phases):
-        return Verdict("covered", phases)
-    if message["level"] in FAILING and cause is not None:
-        return Verdict("covered", phases)
-    return Verdict("other_phase" if phases else "no_phase", phases)
+    return line_verdict(
+        None if text is None else vllm_log_line(version, path, message, text),
+        lambda phases: (expected in phases) if expected else bool(phases),
+        message["level"],
+    )
 
 
 def vllm_measure(version: str) -> Release:
