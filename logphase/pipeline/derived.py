@@ -87,15 +87,16 @@ def _path(name: str, key: str) -> Path | None:
     return None if folder is None else folder / f"{name}-{key}.json"
 
 
-def _write(path: Path, data: object) -> None:
-    """Write ``data`` whole or not at all (another process may read the file meanwhile)."""
+def write_whole(path: Path, content: bytes) -> None:
+    """Write ``content`` whole or not at all (another process may read the file meanwhile); a file
+    that cannot be written is no error (it is computed again next time)."""
     try:
         fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     except OSError:
         return
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(data, out, separators=(",", ":"))
+        with os.fdopen(fd, "wb") as out:
+            out.write(content)
         os.replace(temporary, path)
     except OSError:
         with contextlib.suppress(OSError):
@@ -115,7 +116,7 @@ def cached(name: str, key: str, build: Callable[[], object], load: Callable[[obj
     data = build()
     result = load(data)
     if path is not None:
-        _write(path, data)
+        write_whole(path, json.dumps(data, separators=(",", ":")).encode())
         _forget_others(path, name)
     return result
 

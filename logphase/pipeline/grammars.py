@@ -18,7 +18,7 @@ import functools
 import importlib.util
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from logphase.pipeline import kept_regex
 from logphase.pipeline.derived import cached, digest
@@ -55,6 +55,12 @@ def grammar_path(source: str) -> Path:
 @functools.cache
 def parser(source: str) -> Lark:
     """The LALR parser for one source; compiled once per process and cached on disk by Lark."""
+    return open_parser(source)
+
+
+def open_parser(source: str, transformer: Transformer[Any, Any] | None = None) -> Lark:
+    """A new LALR parser for one source (Lark keeps its tables on disk, kept_regex its scanners);
+    ``transformer``: built into the parse, so that no tree is built (Lark's ``transformer=``)."""
     from lark import Lark
 
     lark = Lark.open(
@@ -64,12 +70,13 @@ def parser(source: str) -> Lark:
         cache=True,
         maybe_placeholders=False,
         import_paths=pack_dirs(),
+        transformer=transformer,
     )
-    keep_scanners(lark)
+    _keep_scanners(lark)
     return lark
 
 
-def keep_scanners(lark: Lark) -> None:
+def _keep_scanners(lark: Lark) -> None:
     """Lark's contextual lexer compiles a scanner per parser state on first use (~100 of them on the
     real logs, each an alternation of terminals): give its lexers kept_regex in place of ``re`` so
     that those are compiled once per machine. Lark reads the module from each lexer's ``re``

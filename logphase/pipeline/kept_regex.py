@@ -28,20 +28,17 @@ from __future__ import annotations
 
 import array
 import atexit
-import contextlib
 import importlib
 import marshal
-import os
 import re
 import sys
-import tempfile
 import threading
 import zlib
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, AnyStr
 
-from logphase.pipeline.derived import cache_dir, digest
+from logphase.pipeline.derived import cache_dir, digest, write_whole
 
 # bumped when the shape of the kept file changes
 KEPT_FORMAT = 3
@@ -216,18 +213,8 @@ def save() -> None:
             merged = {}
         merged.update(_new)
         _new.clear()
-    try:
-        fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    except OSError:
-        return
-    try:
-        with os.fdopen(fd, "wb") as out:
-            payload = marshal.dumps(merged)
-            out.write(_checksum(payload) + payload)
-        os.replace(temporary, path)
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
+    payload = marshal.dumps(merged)
+    write_whole(path, _checksum(payload) + payload)
 
 
 def _match(pattern: str, text: str, flags: int = 0) -> re.Match[str] | None:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 from lark import Token, Transformer
 from lark.exceptions import LarkError
 
-from logphase.pipeline.grammars import grammar_path, keep_scanners, pack_dirs
+from logphase.pipeline.grammars import open_parser
 
 if TYPE_CHECKING:
     from lark import Lark
@@ -104,20 +104,8 @@ def parse_server_args(text: str) -> tuple[dict[str, Any], ArgsFormat]:
 @functools.cache
 def _values_parser() -> Lark:
     """server_args.lark's LALR parser with the values built as it reduces (Lark's ``transformer=``):
-    no tree is built and walked again, ~30 % of a dump's reading. Lark keeps this one on disk too."""
-    from lark import Lark
-
-    lark = Lark.open(
-        str(grammar_path("server_args")),
-        parser="lalr",
-        lexer="contextual",
-        cache=True,
-        maybe_placeholders=False,
-        import_paths=pack_dirs(),
-        transformer=_ToPython(),
-    )
-    keep_scanners(lark)
-    return lark
+    no tree is built and walked again, ~30 % of a dump's reading."""
+    return open_parser("server_args", _ToPython())
 
 
 # A file of several runs often repeats one dump (a restart with the same arguments; every rank of
