@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import NoReturn
 
+from logphase.faces import collector
 from logphase.faces.commands import check, compare, follow, parse, report, schema
 from logphase.faces.exit_codes import EXIT_INTERRUPTED, EXIT_OUTPUT_CLOSED, EXIT_USAGE
 from logphase.faces.inputs import InputError
@@ -83,6 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def entry_point() -> None:
+    collector.starting()  # resumed when the input is opened (faces/collector.py)
     code = main()
     # patterns compiled for the first time on this machine are kept for the next run (os._exit skips atexit)
     kept_regex.save()

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
+from logphase.faces import collector
 from logphase.faces.exit_codes import EXIT_INTERRUPTED, EXIT_STARTING, OUTCOME_EXIT
 from logphase.faces.follow_records import (
     DeletedRecord,
@@ -96,6 +97,7 @@ class Follower:
 
     def __init__(self, source: str, options: FollowOptions, now: float | None = None) -> None:
         self.options = options
+        collector.reading()  # the command has started: what it built lives to the end
         # stamps that print no year (vLLM's) take the file's, or today's for a pipe
         self.engine = Engine(source=source, since=options.since, server=options.server, year=input_year_hint(source))
         self._started = time.monotonic() if now is None else now

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, BinaryIO
 
 from logphase.errors import LogphaseError
+from logphase.faces import collector
 
 if TYPE_CHECKING:
     from logphase.faces.loading import Saved
@@ -50,6 +51,7 @@ def check_since(value: str | None) -> None:
 def open_input(name: str) -> tuple[BinaryIO, str]:
     """Open FILE or - (stdin) for reading the bytes of a log: read through its compression (gzip,
     bz2, xz, zstd); every failure, and an input that is empty or no text, is an InputError."""
+    collector.reading()  # the command has started: what it built lives to the end
     handle, source = _open_raw(name)
     from logphase.faces.sniff import NotALog, log_stream
 
