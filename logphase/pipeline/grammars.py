@@ -299,27 +299,37 @@ class Parsed:
     def child(self, rule: str) -> Parsed | None:
         return next((c for c in self.children if c.rule == rule), None)
 
+    # -- building: a node's children are added in the order of its text -------------------------
+
+    def add_token(self, terminal: str, text: str) -> None:
+        self.tokens.setdefault(terminal, []).append(text)
+
+    def adopt(self, child: Parsed) -> None:
+        """A sub-rule's record: a ``field`` becomes a key=value; a sub-rule of tokens only is a
+        value the builders read by its name; nested sub-rules' values are kept by name too."""
+        if child.rule == "field":
+            key = child.first("FIELD_KEY")
+            value = child.first("FIELD_VALUE")
+            if key is not None and value is not None:
+                self.fields.setdefault(key.strip(), value.strip())
+            return
+        if not child.children and not child.fields and child.tokens:
+            self.values.setdefault(child.rule, [t for ts in child.tokens.values() for t in ts])
+        for name, tokens in child.values.items():
+            self.values.setdefault(name, tokens)
+        self.children.append(child)
+
 
 def flatten_node(data: str, children: list[object]) -> Parsed:
-    """One node of a parse, as a :class:`Parsed` record, from its children (tokens, records already
-    flattened): Lark's trees are flattened by it, and so are the compiled recognisers' matches."""
+    """One node of a Lark parse, as a :class:`Parsed` record, from its children (tokens, records
+    already flattened). The compiled recognisers build the same records from their matches
+    (recognisers._reader)."""
     node = Parsed(str(data))
     for child in children:
         if isinstance(child, Parsed):
-            if child.rule == "field":
-                key = child.first("FIELD_KEY")
-                value = child.first("FIELD_VALUE")
-                if key is not None and value is not None:
-                    node.fields.setdefault(key.strip(), value.strip())
-                continue
-            if not child.children and not child.fields and child.tokens:
-                # a named sub-rule of tokens only: a value the builders read by its name
-                node.values.setdefault(child.rule, [t for ts in child.tokens.values() for t in ts])
-            for name, tokens in child.values.items():
-                node.values.setdefault(name, tokens)  # values of nested sub-rules, by name too
-            node.children.append(child)
+            node.adopt(child)
         elif isinstance(child, str) and hasattr(child, "type"):  # a Lark token (a str with its terminal's name)
-            node.tokens.setdefault(child.type, []).append(str(child))
+            node.add_token(child.type, str(child))
     return node
 
 
