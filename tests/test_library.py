@@ -125,3 +125,17 @@ def test_license_is_in_the_repository() -> None:
 def test_incomplete_escapes_in_server_args_are_kept() -> None:
     args, _ = parse_server_args(r"server_args=ServerArgs(a='\x', b='\u12', c='\U0001f60', e='\UFFFFFFFF', d='ok')")
     assert args == {"a": r"\x", "b": r"\u12", "c": r"\U0001f60", "e": r"\UFFFFFFFF", "d": "ok"}
+
+
+def test_a_repeated_dump_is_not_changed_through_an_earlier_reading() -> None:
+    """A dump is read once and its values kept for the next line with the same text: what each
+    line gets is its own copy, nested dicts and lists included."""
+    dump = "server_args=ServerArgs(model_path='/m', json_model_override_args={'a': [1, 2]}, cuda_graph_bs=[1, 2], x=(1, {3}))"
+    first, _ = parse_server_args(dump)
+    first["json_model_override_args"]["a"].append(99)
+    first["cuda_graph_bs"].clear()
+    first["x"][1].append(4)
+    first["model_path"] = "changed"
+    second, fmt = parse_server_args(dump)
+    assert fmt == "call"
+    assert second == {"model_path": "/m", "json_model_override_args": {"a": [1, 2]}, "cuda_graph_bs": [1, 2], "x": [1, [3]]}

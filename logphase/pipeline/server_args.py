@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import functools
 import re
 from typing import TYPE_CHECKING, Any, Literal, cast
@@ -98,6 +97,8 @@ def parse_server_args(text: str) -> tuple[dict[str, Any], ArgsFormat]:
     read whole (cut short, or a value it does not know) gives what its ``key=value`` pairs say.
     Secrets (api_key, hf_token, a URL's password ...) come out as ``***``: pipeline/redact.py."""
     args, fmt = _parse_server_args(text)
+    # redact_args builds every dict and list anew (a dump's values are dicts, lists and scalars
+    # only): what _read_dump keeps for the next line with this text is never handed out
     return redact_args(args), fmt
 
 
@@ -109,7 +110,7 @@ def _values_parser() -> Lark:
 
 
 # A file of several runs often repeats one dump (a restart with the same arguments; every rank of
-# some launchers): read once, copied out. A dump is ~10 kB of text and ~100 kB of values.
+# some launchers): read once, copied out (by redact_args). A dump is ~10 kB of text and ~100 kB of values.
 @functools.lru_cache(maxsize=32)
 def _read_dump(text: str) -> tuple[dict[str, Any], ArgsFormat]:
     result: dict[str, Any] = cast(dict[str, Any], _values_parser().parse(text))
@@ -120,8 +121,7 @@ def _read_dump(text: str) -> tuple[dict[str, Any], ArgsFormat]:
 def _parse_server_args(text: str) -> tuple[dict[str, Any], ArgsFormat]:
     text = text.strip()
     try:
-        result, fmt = _read_dump(text)
-        return copy.deepcopy(result), fmt
+        return _read_dump(text)
     except LarkError:
         pass
     # A dump cut short or holding a value the grammar does not know: keep what can be read.
