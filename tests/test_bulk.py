@@ -110,3 +110,23 @@ def test_quiet_lines_come_out_counted_with_their_times_and_the_sample_the_long_w
     [counted] = target.quiet_lines
     assert (counted.lines, counted.logical, counted.last_line) == (3, 3, 4)
     assert (counted.first, counted.last, counted.high) == (ts(7).encode(), ts(9).encode(), ts(9).encode())
+
+
+def test_runs_of_each_kind_that_touch_are_found_apart() -> None:
+    """A run's match ends before the "\\n" after its last line, so a run of another kind right
+    after it is found too; a line of no run's kind between runs is left to the line path."""
+    quiet = f"[{ts(1)}] Key 0123abcd already exists. Skipped.\n"
+    loose = "       [2816] 16384 fr=1 mr=0 fll=True mll=False mv=None\n"
+    other = "Loading:  50%|#####     | 5/10\n"  # a '%': the progress-bar probe's, never in a run
+    text = quiet * 3 + batch(2) * 2 + loose * 2 + other + quiet
+    items = LineSplitter().feed_runs(text.encode(), bulk_patterns())
+    shapes = [
+        ("plain" if not item.quiet else "loose" if item.unstamped else "quiet", item.size) if isinstance(item, LineRun) else "line"
+        for item in items
+    ]
+    assert shapes == [("quiet", 3), ("plain", 2), ("loose", 2), "line", ("quiet", 1)]
+    # the runs hold exactly their lines, each through its "\n"
+    runs = [item for item in items if isinstance(item, LineRun)]
+    expected = [quiet * 3, batch(2) * 2, loose * 2, quiet]
+    assert [run.data for run in runs] == [b"\n" + lines.encode() for lines in expected]
+    assert [run.lineno for run in runs] == [1, 4, 6, 9]

@@ -29,7 +29,7 @@ from logphase.pipeline.envelope import envelope_patterns, plain_minutes_valid, v
 from logphase.pipeline.grammars import terminal_pattern
 from logphase.pipeline.lines import LineRun, LineSplitter, LogicalLine, RunPatterns, count_pieces, pieces_of
 from logphase.pipeline.notes import note_hits
-from logphase.pipeline.plain import PLAIN_LINES, PLAIN_RUN, PLAIN_RUN_BODY
+from logphase.pipeline.plain import PLAIN_LINE, PLAIN_LINES, PLAIN_RUN, repeated
 from logphase.pipeline.prefilter import (
     MIN_LITERAL,
     LiteralFinder,
@@ -37,6 +37,7 @@ from logphase.pipeline.prefilter import (
     hyperscan_wanted,
     leading_literals,
     literal_factors,
+    prefix_alternation,
 )
 from logphase.pipeline.records import OPENER_TERMINALS, OPENERS
 
@@ -137,13 +138,12 @@ def event_finder() -> LiteralFinder:
 def _head_starts() -> list[str]:
     """No weak head (which the literals miss) and, for speed, no head's literal start (an event
     line, most likely: it is left to the line path, not found in the run and taken out of it)."""
-    leads = [re.escape(lead) for lead in sorted(head_leads(), key=lambda x: (-len(x), x))]
-    return [*leads, *(f"(?:{h})" for h in event_literals()[1])]
+    return [prefix_alternation(head_leads()), *(f"(?:{h})" for h in event_literals()[1])]
 
 
 @cache
 def bulk_runs() -> re.Pattern[bytes]:
-    """Runs the bulk path takes from a line start: plain lines (group ``plain``, as PLAIN_RUN), or
+    """Runs the bulk path takes (as plain.lines_run finds them): plain lines (group ``plain``), or
     lines that may be no event at all: SGLang's (group ``quiet``: debug output such as ``[ts] Key
     ... already exists. Skipped.``) and others (group ``loose``: kernel libraries' chatter, tree
     dumps, indented output). A quiet line is ``[YYYY-MM-DD HH:MM:SS tags] message``; a loose line
@@ -153,13 +153,16 @@ def bulk_runs() -> re.Pattern[bytes]:
     Whether such a line is no event is then up to the pre-filter's literals, which the reader
     searches each run for. Valid for ASCII text only, as PLAIN_RUN is."""
     heads = rb"(?!" + "|".join(_head_starts()).encode() + rb")"
-    body = rb"[^%\n]{0," + str(MAX_QUIET_CHARS).encode() + rb"}\n"
+    body = rb"[^%\n]{0," + str(MAX_QUIET_CHARS).encode() + rb"}"
     tags = rb"(?: (?:" + terminal_pattern("envelope", "RANK_TAG").encode() + rb"))*"
     quiet = rb"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d" + tags + rb"\] " + heads + rb"[^\s%]" + body
     envelope = rb"(?!" + b"|".join(p.encode() for p in envelope_patterns()) + rb")"
     loose = envelope + heads + rb"(?=[^\n]*\S)" + body
+    # one "\n" in front of all three: the engine's search jumps to it (plain.lines_run); (?m): the
+    # envelope's "$" (Ray's prefix at a line's end) is a line's end here too
     return kept_regex.compile(
-        rb"(?m)^(?:(?P<plain>" + PLAIN_RUN_BODY + rb")|(?P<quiet>(?:" + quiet + rb")+)|(?P<loose>(?:" + loose + rb")+))"
+        rb"(?m)\n(?:(?P<plain>" + repeated(PLAIN_LINE) + rb")|(?P<quiet>" + repeated(quiet) + rb")|(?P<loose>"
+        + repeated(loose) + rb"))(?=\n)"
     )
 
 

@@ -113,7 +113,9 @@ class RunPatterns(NamedTuple):
     # over "\n" + lines: a match at every "\n", groups (timestamp, rank tags) of the line after
     # it if that line is plain, else empty
     lines: re.Pattern[bytes]
-    run: re.Pattern[bytes]  # one or more such lines; or, with groups "plain"/"quiet", runs of either kind
+    # one or more such lines (plain.lines_run: from the "\n" before the first to the one after the
+    # last, not included); or, with groups "plain"/"quiet"/"loose", a run of one kind
+    run: re.Pattern[bytes]
     # a junk line, decoded (plain.junk_line, built on first use): the lines between runs that are
     # not ASCII and match it make quiet runs too
     junk: Callable[[], re.Pattern[str]] | None = None
@@ -283,8 +285,9 @@ class LineSplitter:
             return self._between_runs(buf[1:], offset, patterns.junk)
         out: list[LogicalLine | LineRun] = []
         done = 1  # buf[1:done] is handled
-        for m in patterns.run.finditer(buf, first):
-            s, e = m.span()
+        # a match starts at the "\n" before its first line and ends before the "\n" after its last
+        for m in patterns.run.finditer(buf, first - 1):
+            s, e = m.start() + 1, m.end() + 1  # its first line's start; past its last line's "\n"
             run = buf[s - 1 : e]  # with the "\n" before it
             n = run.count(b"\n") - 1
             if not self._plain(run, n, stamped=m.lastgroup != "loose"):

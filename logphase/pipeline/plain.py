@@ -17,7 +17,7 @@ from logphase.pipeline.grammars import terminal_pattern
 MAX_PARSE_CHARS = 4096
 
 
-def _compile_plain_lines() -> tuple[re.Pattern[bytes], re.Pattern[bytes]]:
+def _compile_plain_lines() -> tuple[re.Pattern[bytes], re.Pattern[bytes], bytes]:
     """Physical lines whose events only move the clock once the server is ready:
     ``[ts TP0] Decode batch, ...``, ``[ts TP0] Prefill batch, ...`` and uvicorn access lines.
 
@@ -35,8 +35,8 @@ def _compile_plain_lines() -> tuple[re.Pattern[bytes], re.Pattern[bytes]]:
     match for every "\\n", groups (timestamp, rank tags) of the line after it if that line is
     plain, else empty (the phase machine keeps a clock per writer). Each match starts at a
     "\\n" (a literal: the regex engine jumps to it) and stops before the next, so there is no
-    scan for line starts. ``run``: one or more plain lines from a line start, each through its
-    "\\n"."""
+    scan for line starts. ``run``: one or more plain lines (``lines_run``). And the pattern of one
+    plain line, without groups."""
 
     def term(source: str, name: str, bound: int) -> bytes:
         # the grammar's terminal with each + bounded: a longer line takes the long way
@@ -59,12 +59,24 @@ def _compile_plain_lines() -> tuple[re.Pattern[bytes], re.Pattern[bytes]]:
     assert MAX_PARSE_CHARS >= 4041
     head = rb"\[(.{19})" + tags + rb"\] (?:" + access + rb"|" + batch + rb")"
     lines = kept_regex.compile(rb"\n(?:" + head + rb"(?=\n)|[^\n]*)")
-    run = kept_regex.compile(rb"(?m)^(?:" + head.replace(b"(.{19})((?: ", b".{19}(?:(?: ", 1) + rb"\n)+")
+    line = head.replace(b"(.{19})((?: ", b".{19}(?:(?: ", 1)
+    run = kept_regex.compile(lines_run(line))
     assert lines.groups == 2 and run.groups == 0
-    return lines, run
+    return lines, run, line
 
 
-PLAIN_LINES, PLAIN_RUN = _compile_plain_lines()
-# the head of a plain line, as PLAIN_RUN repeats it (for the runs that mix in quiet lines)
-PLAIN_RUN_BODY = PLAIN_RUN.pattern.removeprefix(rb"(?m)^")
-assert PLAIN_RUN.pattern != PLAIN_RUN_BODY
+def lines_run(line: bytes) -> bytes:
+    """A run of lines that each match ``line`` (a pattern of one line without its "\\n"), found in
+    "\\n" + whole lines: the match starts at the "\\n" before the first line and ends before the
+    "\\n" after the last (left for the next run to start with). Starting at a literal "\\n" lets
+    the regex engine jump from line to line while it searches; ``(?m)^`` made it try every
+    character of the lines between runs (3x slower on long lines)."""
+    return rb"\n" + repeated(line) + rb"(?=\n)"
+
+
+def repeated(line: bytes) -> bytes:
+    """One or more lines that each match ``line``, "\\n" between them (see ``lines_run``)."""
+    return rb"(?:" + line + rb")(?:\n(?:" + line + rb"))*"
+
+
+PLAIN_LINES, PLAIN_RUN, PLAIN_LINE = _compile_plain_lines()

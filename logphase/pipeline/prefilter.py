@@ -124,6 +124,33 @@ def _leads(items: Sequence[Any]) -> set[str] | None:
     return {run} if run else None
 
 
+_Trie = dict[str, "_Trie"]  # a character -> what follows it; "" -> {} where a word ends
+
+
+def prefix_alternation(words: Iterable[str]) -> str:
+    """A pattern that matches where one of ``words`` starts (the shortest such word), factored by
+    common prefixes: ``(?:Ab(?:c|d)|X)`` for abc, abd, X. Python's regex engine tries the options of
+    an alternation in turn, skipping at one test each those whose first character differs; a flat
+    alternation of ~260 head starts tested each one at every line (15 ms a MB of quiet lines),
+    the factored one a few. For lookaheads and searches: which word matched is not kept."""
+    trie: _Trie = {}
+    for word in words:
+        if not word:
+            return ""  # the empty word matches everywhere
+        node = trie
+        for char in word:
+            node = node.setdefault(char, {})
+        node[""] = {}
+
+    def emit(node: _Trie) -> str:
+        if "" in node:
+            return ""  # a word ends here: longer ones add nothing to where a match starts
+        options = [re.escape(char) + emit(below) for char, below in sorted(node.items())]
+        return options[0] if len(options) == 1 else "(?:" + "|".join(options) + ")"
+
+    return emit(trie) if trie else "(?!)"
+
+
 def first_chars(pattern: str) -> str | None:
     """A character class (its body, for ``[...]``) holding every character a match of
     ``pattern`` can start with, or None when that is not known (a negated class, any character,
