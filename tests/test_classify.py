@@ -335,3 +335,12 @@ def test_a_repeated_dump_gives_values_of_its_own() -> None:
     first.args["json"]["a"].append(2)
     assert second.args["cuda_graph_bs"] == [1, 2] and second.args["json"] == {"a": [1]}
     assert event_of(line).args == second.args  # type: ignore[union-attr]
+
+
+def test_every_bar_probe_match_holds_the_bar_literal() -> None:
+    """classify and the bulk path's pre-filter skip a line without BAR_LITERAL: no probe may match
+    one (the literals every match contains, read off the probe's pattern)."""
+    from logphase.pipeline.classify import BAR_LITERAL, _probes
+    from logphase.pipeline.prefilter import _factors, _sre
+
+    assert _factors(list(_sre.parse(_probes().pattern))) == {BAR_LITERAL}

@@ -191,6 +191,24 @@ def test_debug_output_is_counted_in_bulk_with_the_same_report() -> None:
     assert len(engine.unrecognized_sample) == 200  # the sample is kept whatever the path
 
 
+def test_a_bar_inside_a_quiet_run_is_read_the_long_way() -> None:
+    """A run may hold a line with a '%': the pre-filter's literal sends it the long way, where it is
+    the progress bar it is; the report equals the line-by-line one. (Past the first 200 lines no
+    grammar reads: those are read one by one for the sample of unrecognized lines.)"""
+    loose = [QUIET[11], QUIET[12]] * 300
+    bar = "Processing:  50%|#####     | 5/10 [00:01<00:01,  5.00it/s]"
+    stamped = [QUIET[0].replace("{t}", ts(100))] * 300
+    stamped[150] = f"[{ts(100)} TP0] prefix cache hit 50% of requests"  # a '%' that is no bar
+    data = STARTUP + ("\n".join([*loose[:400], bar, *loose[400:], *stamped]) + "\n").encode()
+    bulk = report(data, False, [len(data) // 2])
+    assert bulk == report(data, True, [])
+    lines = bulk["lines"]
+    assert isinstance(lines, dict) and lines["unrecognized"] == 900
+    engine = Engine(source="x")
+    events = engine.feed(data) + engine.finish()
+    assert [e.raw for e in events if e.kind == "progress_bar"][-1:] == [bar]
+
+
 def test_the_prefilter_finds_the_same_lines_with_or_without_hyperscan() -> None:
     from logphase.pipeline.bulk import event_literals
     from logphase.pipeline.prefilter import LiteralFinder

@@ -34,6 +34,8 @@ FOREIGN = tuple(g for pack in PACKS if not pack.server for g in pack.grammars)
 DISPATCHED = SERVER_GRAMMARS + FOREIGN
 # tqdm bars start with any description: they are told by their meter, wherever it is
 PROBES = {"tqdm": ("BAR_PERCENT", "BAR_METER")}
+# what every meter holds: a line without it is never a bar (tests/test_classify.py checks the grammar)
+BAR_LITERAL = "%"
 
 
 def _heads(grammar: str, anywhere: bool = False) -> list[str]:
@@ -197,7 +199,7 @@ def foreign_source(env: Envelope) -> bool:
     m = _start_heads().match(text)
     if m is not None:
         return m.lastgroup in FOREIGN
-    return "%" in text and _probes().search(text) is not None
+    return BAR_LITERAL in text and _probes().search(text) is not None
 
 
 def classify(env: Envelope, at: LineInfo) -> ev.EventBase | None:
@@ -212,7 +214,7 @@ def classify(env: Envelope, at: LineInfo) -> ev.EventBase | None:
         return event
     # a bar longer than MAX_PARSE_CHARS is never built: no need to look for its meter (a search
     # through a long line of garbage with many '%' costs milliseconds)
-    if "%" in text and len(text) <= MAX_PARSE_CHARS and _probes().search(text) is not None:
+    if BAR_LITERAL in text and len(text) <= MAX_PARSE_CHARS and _probes().search(text) is not None:
         event = _build("tqdm", text, at)
         if event is not None:
             return event
