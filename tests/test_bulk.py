@@ -130,3 +130,14 @@ def test_runs_of_each_kind_that_touch_are_found_apart() -> None:
     expected = [quiet * 3, batch(2) * 2, loose * 2, quiet]
     assert [run.data for run in runs] == [b"\n" + lines.encode() for lines in expected]
     assert [run.lineno for run in runs] == [1, 4, 6, 9]
+
+
+def test_a_redrawn_bar_line_inside_loose_lines_leaves_the_rest_in_runs() -> None:
+    """A line the splitter treats specially (a bar redrawn with \\r) inside a run of loose lines goes
+    the line-by-line way alone: the loose lines before and after it stay runs."""
+    loose = "       [2816] 16384 fr=1 mr=0 fll=True mll=False mv=None\n"
+    text = loose * 3 + "\rLoading shards:   0% Completed | 0/2 [00:00<?, ?it/s]weights.0 torch.Size([1152])\n" + loose * 4
+    items = LineSplitter().feed_runs(text.encode(), bulk_patterns())
+    runs = [(item.lineno, item.size) for item in items if isinstance(item, LineRun)]
+    assert runs == [(1, 3), (5, 4)]
+    assert sum(item.size if isinstance(item, LineRun) else 1 for item in items) == 9  # 2 logical lines at line 4

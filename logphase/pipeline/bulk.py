@@ -144,6 +144,19 @@ def _head_starts() -> list[str]:
 
 @cache
 def bulk_runs() -> re.Pattern[bytes]:
+    """The runs the bulk path takes (see _bulk_runs)."""
+    return _bulk_runs(strict=False)
+
+
+@cache
+def bulk_runs_strict() -> re.Pattern[bytes]:
+    """bulk_runs without lines that hold a byte the line splitter treats specially (\\r, \\x1b,
+    \\x1c-\\x1f): searched where bulk_runs found a quiet or loose run holding one, so that such a
+    line (a bar's redraw) sends only itself the long way, not its whole run."""
+    return _bulk_runs(strict=True)
+
+
+def _bulk_runs(strict: bool) -> re.Pattern[bytes]:
     """Runs the bulk path takes (as plain.lines_run finds them): plain lines (group ``plain``), or
     lines that may be no event at all: SGLang's (group ``quiet``: debug output such as ``[ts] Key
     ... already exists. Skipped.``) and others (group ``loose``: kernel libraries' chatter, tree
@@ -156,7 +169,8 @@ def bulk_runs() -> re.Pattern[bytes]:
     heads = rb"(?!" + "|".join(_head_starts()).encode() + rb")"
     # any character but "\n": the engine scans it ~2x faster than a class; a line with a '%' (a
     # bar's meter) may be in a run, as the pre-filter's literals send it the long way
-    body = rb".{0," + str(MAX_QUIET_CHARS).encode() + rb"}"
+    char = rb"[^\n\r\x1b\x1c-\x1f]" if strict else rb"."
+    body = char + rb"{0," + str(MAX_QUIET_CHARS).encode() + rb"}"
     tags = rb"(?: (?:" + terminal_pattern("envelope", "RANK_TAG").encode() + rb"))*"
     quiet = rb"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d" + tags + rb"\] " + heads + rb"[^\s%]" + body
     envelope = rb"(?!" + b"|".join(p.encode() for p in envelope_patterns()) + rb")"
@@ -205,7 +219,7 @@ def _optional_string(data: object) -> str | None:
 @cache
 def bulk_patterns() -> RunPatterns:
     """Plain and quiet runs, junk lines: built on the first long read, not at import."""
-    return RunPatterns(PLAIN_LINES, bulk_runs(), junk_line)
+    return RunPatterns(PLAIN_LINES, bulk_runs(), junk_line, bulk_runs_strict)
 
 
 # -- the interface ---------------------------------------------------------------------------------
@@ -442,6 +456,7 @@ __all__ = [
     "QuietLines",
     "bulk_patterns",
     "bulk_runs",
+    "bulk_runs_strict",
     "event_finder",
     "event_literals",
     "head_leads",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import NamedTuple, cast
@@ -119,6 +119,9 @@ class RunPatterns(NamedTuple):
     # a junk line, decoded (plain.junk_line, built on first use): the lines between runs that are
     # not ASCII and match it make quiet runs too
     junk: Callable[[], re.Pattern[str]] | None = None
+    # runs as ``run`` finds them but of lines without \r, \x1b, \x1c-\x1f (built on first use):
+    # searched in a quiet or loose run of ``run``'s that holds such a line
+    strict: Callable[[], re.Pattern[bytes]] | None = None
 
 
 _STAMP = itemgetter(0)
@@ -285,18 +288,12 @@ class LineSplitter:
             return self._between_runs(buf[1:], offset, patterns.junk)
         out: list[LogicalLine | LineRun] = []
         done = 1  # buf[1:done] is handled
-        # a match starts at the "\n" before its first line and ends before the "\n" after its last
-        for m in patterns.run.finditer(buf, first - 1):
-            s, e = m.start() + 1, m.end() + 1  # its first line's start; past its last line's "\n"
-            run = buf[s - 1 : e]  # with the "\n" before it
-            n = run.count(b"\n") - 1
-            if not self._plain(run, n, stamped=m.lastgroup != "loose"):
-                continue  # left to the line-by-line path
+        for kind, s, e, run, n in self._runs_in(buf, first, patterns):
             if s > done:
                 out.extend(self._between_runs(buf[done:s], offset + done - 1, patterns.junk))
-            if m.lastgroup in ("quiet", "loose"):
+            if kind in ("quiet", "loose"):
                 quiet = self._take_run(run, offset + s - 1, n, [], b"")
-                out.append(quiet._replace(quiet=True, unstamped=m.lastgroup == "loose"))
+                out.append(quiet._replace(quiet=True, unstamped=kind == "loose"))
             else:
                 found = patterns.lines.findall(run)
                 found.pop()
@@ -306,6 +303,30 @@ class LineSplitter:
         if done < len(buf):
             out.extend(self._between_runs(buf[done:], offset + done - 1, patterns.junk))
         return out
+
+    def _runs_in(self, buf: bytes, first: int, patterns: RunPatterns) -> Iterator[tuple[str, int, int, bytes, int]]:
+        """The runs from the line start ``first`` on that are lines as they stand (``_plain``): their
+        kind, first line's start, end (past the last line's "\\n"), bytes (with the "\\n" before)
+        and number of lines. A quiet or loose run that holds a byte the splitter treats specially
+        (``\\r``, an escape), which ``patterns.run`` lets in, is searched again with
+        ``patterns.strict``: its runs without such lines (those go the line-by-line way)."""
+        # a match starts at the "\n" before its first line and ends before the "\n" after its last
+        for m in patterns.run.finditer(buf, first - 1):
+            found = self._as_run(buf, m)
+            if found is not None:
+                yield found
+            elif m.lastgroup != "plain" and patterns.strict is not None:
+                for inner in patterns.strict().finditer(buf, m.start(), m.end() + 1):
+                    found = self._as_run(buf, inner)
+                    if found is not None:
+                        yield found
+
+    def _as_run(self, buf: bytes, m: re.Match[bytes]) -> tuple[str, int, int, bytes, int] | None:
+        s, e = m.start() + 1, m.end() + 1  # its first line's start; past its last line's "\n"
+        run = buf[s - 1 : e]  # with the "\n" before it
+        n = run.count(b"\n") - 1
+        kind = m.lastgroup or ""
+        return (kind, s, e, run, n) if self._plain(run, n, stamped=kind != "loose") else None
 
     def _between_runs(
         self, block: bytes, offset: int, junk_pattern: Callable[[], re.Pattern[str]] | None
