@@ -4,16 +4,19 @@ becomes an event must hold one, or the bulk path would count it as unrecognized.
 from __future__ import annotations
 
 import importlib.util
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from logphase.pipeline import bulk as bulk_module
 from logphase.pipeline.bulk import bulk_runs, event_finder, event_literals
 from logphase.pipeline.engine import Engine, parse_bytes
 from logphase.pipeline.notes import NOTE_RULES
-from logphase.pipeline.prefilter import PREFILTER_ENV, LiteralFinder, literal_factors
+from logphase.pipeline.prefilter import PREFILTER_ENV, LiteralFinder, literal_factors, prefix_alternation
 from tests.conftest import fixture_logs
 from tests.test_fast_path import LINES, STARTUP, ts
 
@@ -160,3 +163,14 @@ def test_each_finders_database_is_kept_apart(tmp_path: Path, monkeypatch: pytest
         LiteralFinder(["NCCL WARN", "Traceback (most"], name="two")
     finally:
         derived.cache_dir.cache_clear()
+
+
+@given(
+    st.lists(st.text(alphabet="ab(.*c", min_size=0, max_size=5), max_size=8),
+    st.text(alphabet="ab(.*cd", max_size=8),
+)
+def test_prefix_alternation_matches_where_a_word_starts(words: list[str], text: str) -> None:
+    """The factored alternation of the head starts matches a text exactly when one of the words
+    starts it (regex metacharacters escaped; an empty word matches everything, no word nothing)."""
+    pattern = re.compile(prefix_alternation(words))
+    assert (pattern.match(text) is not None) == any(text.startswith(word) for word in words)

@@ -512,7 +512,7 @@ _PLANS: dict[type[BaseModel], tuple[tuple[str, _Default | None], ...] | None] = 
 
 
 def construct(cls: type[_M], values: dict[str, Any]) -> _M:
-    """``cls.model_construct(**values)``, in a third of its time: the work it does per field
+    """``cls.model_construct(**values)``, 2-4x faster: the work it does per field
     (aliases, defaults) is planned once per class. A class with aliases or a post-init hook, which
     the plan does not cover, is built by model_construct itself (none of the events has them)."""
     plan = _PLANS[cls] if cls in _PLANS else _plan(cls)
