@@ -19,7 +19,7 @@ the grammars' heads and record openers.
 from __future__ import annotations
 
 import re
-from functools import cache
+from functools import cache, partial
 from typing import NamedTuple, Protocol
 
 from logphase.pipeline import kept_regex
@@ -143,20 +143,7 @@ def _head_starts() -> list[str]:
 
 
 @cache
-def bulk_runs() -> re.Pattern[bytes]:
-    """The runs the bulk path takes (see _bulk_runs)."""
-    return _bulk_runs(strict=False)
-
-
-@cache
-def bulk_runs_strict() -> re.Pattern[bytes]:
-    """bulk_runs without lines that hold a byte the line splitter treats specially (\\r, \\x1b,
-    \\x1c-\\x1f): searched where bulk_runs found a quiet or loose run holding one, so that such a
-    line (a bar's redraw) sends only itself the long way, not its whole run."""
-    return _bulk_runs(strict=True)
-
-
-def _bulk_runs(strict: bool) -> re.Pattern[bytes]:
+def bulk_runs(strict: bool = False) -> re.Pattern[bytes]:
     """Runs the bulk path takes (as plain.lines_run finds them): plain lines (group ``plain``), or
     lines that may be no event at all: SGLang's (group ``quiet``: debug output such as ``[ts] Key
     ... already exists. Skipped.``) and others (group ``loose``: kernel libraries' chatter, tree
@@ -165,7 +152,11 @@ def _bulk_runs(strict: bool) -> re.Pattern[bytes]:
     and is not blank. In both the message has no weak head nor a head's literal start
     (prefilter.py) at its start, at most MAX_QUIET_CHARS. Whether such a line is no event is then
     up to the pre-filter's literals, which the reader searches each run for (a bar's '%' is one).
-    Valid for ASCII text only, as PLAIN_RUN is."""
+    Valid for ASCII text only, as PLAIN_RUN is.
+
+    ``strict``: no line holds a byte the line splitter treats specially (\\r, \\x1b, \\x1c-\\x1f);
+    searched where the default pattern found a quiet or loose run holding one, so that such a line
+    (a bar's redraw) sends only itself the long way, not its whole run."""
     heads = rb"(?!" + "|".join(_head_starts()).encode() + rb")"
     # any character but "\n": the engine scans it ~2x faster than a class; a line with a '%' (a
     # bar's meter) may be in a run, as the pre-filter's literals send it the long way
@@ -219,7 +210,7 @@ def _optional_string(data: object) -> str | None:
 @cache
 def bulk_patterns() -> RunPatterns:
     """Plain and quiet runs, junk lines: built on the first long read, not at import."""
-    return RunPatterns(PLAIN_LINES, bulk_runs(), junk_line, bulk_runs_strict)
+    return RunPatterns(PLAIN_LINES, bulk_runs(), junk_line, partial(bulk_runs, True))
 
 
 # -- the interface ---------------------------------------------------------------------------------
@@ -456,7 +447,6 @@ __all__ = [
     "QuietLines",
     "bulk_patterns",
     "bulk_runs",
-    "bulk_runs_strict",
     "event_finder",
     "event_literals",
     "head_leads",

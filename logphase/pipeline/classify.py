@@ -199,6 +199,11 @@ def foreign_source(env: Envelope) -> bool:
     m = _start_heads().match(text)
     if m is not None:
         return m.lastgroup in FOREIGN
+    return _has_bar_meter(text)
+
+
+def _has_bar_meter(text: str) -> bool:
+    """Whether a progress bar's meter is in the text (looked for only where its literal is)."""
     return BAR_LITERAL in text and _probes().search(text) is not None
 
 
@@ -214,7 +219,7 @@ def classify(env: Envelope, at: LineInfo) -> ev.EventBase | None:
         return event
     # a bar longer than MAX_PARSE_CHARS is never built: no need to look for its meter (a search
     # through a long line of garbage with many '%' costs milliseconds)
-    if BAR_LITERAL in text and len(text) <= MAX_PARSE_CHARS and _probes().search(text) is not None:
+    if len(text) <= MAX_PARSE_CHARS and _has_bar_meter(text):
         event = _build("tqdm", text, at)
         if event is not None:
             return event
