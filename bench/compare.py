@@ -23,9 +23,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from logphase.pipeline.bulk import PLAIN as _PLAIN  # noqa: E402
-from logphase.pipeline.engine import Engine  # noqa: E402
-from logphase.pipeline.lines import LineRun, LineSplitter, LogicalLine  # noqa: E402
+from logphase.engine.engine import Engine  # noqa: E402
+from logphase.reading.lines import LineRun, LineSplitter, LogicalLine  # noqa: E402
+from logphase.recognising.bulk import PLAIN as _PLAIN  # noqa: E402
 
 
 def report(data: bytes, collect: bool, block: int) -> dict[str, object]:

@@ -236,7 +236,7 @@ def memory_table(counts: list[int]) -> None:
 
 _FEED = """
 import sys, time
-from logphase.pipeline.engine import Engine
+from logphase.engine.engine import Engine
 data = open(sys.argv[1], "rb").read()
 engine = Engine(collect_events=False)
 t0 = time.perf_counter()

@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from lark.exceptions import LarkError
 
-from logphase.pipeline.grammars import parser
+from logphase.packs.grammars import parser
 
 PREFIX = re.compile(r"\[[^\]]*\] ?")
 

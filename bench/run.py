@@ -179,7 +179,7 @@ def machine() -> dict[str, object]:
 
 def small_log(runs: int, source: Path) -> dict[str, object]:
     """``logphase parse`` on a 50-line log (the head of the reference log): start-up cost dominates.
-    The runs read what logphase keeps derived from its grammars (pipeline/derived.py); one run more,
+    The runs read what logphase keeps derived from its grammars (packs/derived.py); one run more,
     ``cold``, starts from an empty folder of it (the first start after an install or a grammar change)."""
     small = OUT / "ref-50-lines.log"
     with open(source, "rb") as f:

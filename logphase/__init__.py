@@ -16,44 +16,44 @@ __version__ = "0.1.0"
 
 # public name -> the module that defines it
 _LAZY = {
-    "Engine": "logphase.pipeline.engine",
-    "parse_bytes": "logphase.pipeline.engine",
-    "parse_file": "logphase.pipeline.engine",
-    "parse_text": "logphase.pipeline.engine",
-    "Event": "logphase.pipeline.events",
-    "EventBase": "logphase.pipeline.events",
-    "Phase": "logphase.pipeline.phases",
-    "Cause": "logphase.pipeline.causes",
-    "Report": "logphase.pipeline.report",
-    "MergedReport": "logphase.pipeline.merge",
-    "merge": "logphase.pipeline.merge",
-    "SCHEMA_VERSION": "logphase.pipeline.report",
-    "FollowOptions": "logphase.faces.follow",
-    "Follower": "logphase.faces.follow",
-    "follow_file": "logphase.faces.follow",
-    "follow_stream": "logphase.faces.follow",
-    "FollowRecord": "logphase.faces.follow_records",
+    "Engine": "logphase.engine.engine",
+    "parse_bytes": "logphase.engine.engine",
+    "parse_file": "logphase.engine.engine",
+    "parse_text": "logphase.engine.engine",
+    "Event": "logphase.vocabulary.events",
+    "EventBase": "logphase.vocabulary.events",
+    "Phase": "logphase.vocabulary.phases",
+    "Cause": "logphase.vocabulary.causes",
+    "Report": "logphase.reporting.report",
+    "MergedReport": "logphase.reporting.merge",
+    "merge": "logphase.reporting.merge",
+    "SCHEMA_VERSION": "logphase.reporting.report",
+    "FollowOptions": "logphase.faces.live.follow",
+    "Follower": "logphase.faces.live.follow",
+    "follow_file": "logphase.faces.live.follow",
+    "follow_stream": "logphase.faces.live.follow",
+    "FollowRecord": "logphase.faces.live.follow_records",
     "CheckResult": "logphase.faces.oracle",
     "Comparison": "logphase.faces.oracle",
     "Expectations": "logphase.faces.oracle",
     "check": "logphase.faces.oracle",
     "compare": "logphase.faces.oracle",
     "assert_startup": "logphase.testing",
-    "LogphaseError": "logphase.errors",
+    "LogphaseError": "logphase.vocabulary.errors",
 }
 
 if TYPE_CHECKING:
-    from logphase.errors import LogphaseError
-    from logphase.faces.follow import Follower, FollowOptions, follow_file, follow_stream
-    from logphase.faces.follow_records import FollowRecord
+    from logphase.engine.engine import Engine, parse_bytes, parse_file, parse_text
+    from logphase.faces.live.follow import Follower, FollowOptions, follow_file, follow_stream
+    from logphase.faces.live.follow_records import FollowRecord
     from logphase.faces.oracle import CheckResult, Comparison, Expectations, check, compare
-    from logphase.pipeline.causes import Cause
-    from logphase.pipeline.engine import Engine, parse_bytes, parse_file, parse_text
-    from logphase.pipeline.events import Event, EventBase
-    from logphase.pipeline.merge import MergedReport, merge
-    from logphase.pipeline.phases import Phase
-    from logphase.pipeline.report import SCHEMA_VERSION, Report
+    from logphase.reporting.merge import MergedReport, merge
+    from logphase.reporting.report import SCHEMA_VERSION, Report
     from logphase.testing import assert_startup
+    from logphase.vocabulary.causes import Cause
+    from logphase.vocabulary.errors import LogphaseError
+    from logphase.vocabulary.events import Event, EventBase
+    from logphase.vocabulary.phases import Phase
 
 
 def __getattr__(name: str) -> object:

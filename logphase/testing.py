@@ -16,13 +16,13 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from logphase.errors import LogphaseError
-from logphase.faces.follow import Follower, FollowOptions, follow_file
+from logphase.engine.engine import Engine
+from logphase.faces.live.follow import Follower, FollowOptions, follow_file
 from logphase.faces.loading import load
 from logphase.faces.oracle import Expectations, check, render_check
 from logphase.faces.wording import describe_failure, headline
-from logphase.pipeline.engine import Engine
-from logphase.pipeline.report import Report
+from logphase.reporting.report import Report
+from logphase.vocabulary.errors import LogphaseError
 
 __all__ = ["LogFollower", "StartupFailed", "assert_startup"]
 
@@ -50,7 +50,7 @@ def assert_startup(
     """Check a startup like ``logphase check`` does; return its report, or raise AssertionError.
 
     ``log_or_report``: a path (str without a newline, or os.PathLike) to a log or saved report,
-    a :class:`~logphase.pipeline.report.Report`, or the log itself as text or bytes (text must contain a
+    a :class:`~logphase.reporting.report.Report`, or the log itself as text or bytes (text must contain a
     newline). ``outcome`` defaults to "ready" ("failed" when ``cause`` is given; "any" skips it).
     ``max_durations`` maps phase names (or Phase) to seconds; ``baseline`` is a report or log
     whose phase durations must not grow beyond ``1 + tolerance`` times. Bad arguments (unknown

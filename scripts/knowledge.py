@@ -267,10 +267,10 @@ def format_lines(release: dict, entry: dict) -> list[tuple[str, str, str, str]]:
 def read_format_line(line: str) -> tuple[str | None, str | None, str, str | None]:
     """(the rule of the event logphase reads in the line, its time, the message the envelope
     leaves, the rank it reads) through the envelope."""
-    from logphase.pipeline.classify import classify
-    from logphase.pipeline.clock import LogClock
-    from logphase.pipeline.envelope import split_envelope
-    from logphase.pipeline.events import LineInfo
+    from logphase.reading.clock import LogClock
+    from logphase.reading.envelope import split_envelope
+    from logphase.recognising.classify import classify
+    from logphase.vocabulary.events import LineInfo
 
     env = split_envelope(line)
     ts = LogClock().of(env)
@@ -436,7 +436,7 @@ def frame_table() -> dict[str, dict]:
 def placed(path: str, qual: str, phase: str) -> bool:
     """Does logphase's frame reading put a traceback frame of this function in this phase?
     (As a frame prints it: the function's own name and its file; a constructor as the class.)"""
-    from logphase.pipeline.functions import frame_floor, frame_phase
+    from logphase.diagnosing.functions import frame_floor, frame_phase
 
     name = qual.split(".")[-1] if not qual.endswith(".__init__") else ".".join(qual.split(".")[-2:])
     found = frame_phase(name, path) or frame_floor(name, path)
@@ -527,7 +527,7 @@ in `grammars/sglang/catalogue/coverage.json` (the ratchet, rewritten by the same
 - **the notes** (`grammars/sglang/notes.json`, written by `scripts/sglang_notes.py`, which
   `--update` runs first): every start-up message no grammar rule reads, as the literal pieces of
   its first line, with the earliest phase it is printed in. logphase reads a line no grammar
-  reads against them until the run is ready (`logphase/pipeline/notes.py`): a match is weak
+  reads against them until the run is ready (`logphase/recognising/notes.py`): a match is weak
   evidence of the note's phase (it enters the phase only from before it). Messages whose text
   cannot place a line are listed in `noise.json` `unplaced`, with the reason (too little literal
   text, a function the call graph ties between phases, printed while serving too, a progress
@@ -535,7 +535,7 @@ in `grammars/sglang/catalogue/coverage.json` (the ratchet, rewritten by the same
 - **raises mapped to a cause**: the `raise` statements of start-up functions, rendered as the
   traceback they end with, for which the report names more than a bare `python_exception`: a
   signature's cause, or, for a raise no signature reads, what the place it was raised says
-  (`logphase/pipeline/diagnosis.py`): the failure's `check` (`configuration`: SGLang's own check
+  (`logphase/diagnosing/diagnosis.py`): the failure's `check` (`configuration`: SGLang's own check
   refused a value, a type or a feature, or anything at launch; `environment`: its own check of the
   environment, later in start-up; the cause stays `python_exception`, the labelling vocabulary's
   word), or `model_load_error` (a loader's). **of which by place**: those named by their check.
@@ -549,7 +549,7 @@ in `grammars/sglang/catalogue/coverage.json` (the ratchet, rewritten by the same
   phase that `functions.json` (the frame table as data) lists; it lists every function the
   call graph reaches, so this is 100 % by construction: the figure guards the regeneration. **placed by logphase's frames
   today**: those whose traceback frame (function name and file, as a frame prints them)
-  logphase's frame reading puts in that phase now (`logphase/pipeline/functions.py`, written by
+  logphase's frame reading puts in that phase now (`logphase/diagnosing/functions.py`, written by
   hand from three releases, until `functions.json` is wired in).
 
 Target (issue 20): at least 95 % of the start-up messages of every minor release from 0.3 on,

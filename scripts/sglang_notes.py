@@ -7,7 +7,7 @@ each message SGLang prints at the default log level (``info`` and above, ``print
 that the start-up call graph places in a phase before ``ready`` becomes a *note*: the literal
 pieces of its first line (the text between its placeholders), the phase it is printed in, its
 level, whether the main process or a scheduler prints it, and the releases that print it. At run
-time (``logphase/pipeline/notes.py``) a start-up line that no grammar reads is looked up among the
+time (``logphase/recognising/notes.py``) a start-up line that no grammar reads is looked up among the
 notes, and a match is weak evidence of the note's phase (it enters the phase only from before it).
 
 A message is left out, with the reason, when its text cannot tell its phase (written to the
@@ -144,11 +144,11 @@ def _read_by_grammar(path: str, area: str, message: dict) -> bool:
     """Does a grammar rule read the line already (the message rendered as knowledge.py does), and
     say its phase? A rule whose evidence is the note of its message (``ByLine("note")``: a
     feature disabled, SGLang's own ``WARNING:`` lines) reads it, and the note says the phase."""
-    from logphase.pipeline.classify import classify
-    from logphase.pipeline.envelope import split_envelope
-    from logphase.pipeline.events import LineInfo
-    from logphase.pipeline.messages import MESSAGES
-    from logphase.servers.pack import ByLine
+    from logphase.packs.rows import ByLine
+    from logphase.reading.envelope import split_envelope
+    from logphase.recognising.classify import classify
+    from logphase.recognising.messages import MESSAGES
+    from logphase.vocabulary.events import LineInfo
 
     text = render(message)
     if text is None:
@@ -255,7 +255,7 @@ def notes_data(found: dict[tuple[str, ...], Candidate]) -> dict:
             "pieces of its first line (the text between its placeholders), the earliest phase it is printed in, "
             "its level, the process that prints it (`scheduler`: the scheduler processes only, a rank's; `main`: the main "
             "process, or either), the releases "
-            "(indices into `releases`) that print it. Read by logphase/pipeline/notes.py: a start-up line no "
+            "(indices into `releases`) that print it. Read by logphase/recognising/notes.py: a start-up line no "
             "grammar reads that matches a note is weak evidence of its phase. Regenerate: "
             "python scripts/sglang_notes.py (python scripts/knowledge.py --update runs it)"
         ),

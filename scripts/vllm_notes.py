@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The vLLM notes: the start-up messages of vLLM's catalogue that no grammar rule reads, as data.
 
-The vLLM twin of ``sglang_notes.py`` (same rows, same reader: ``logphase/pipeline/notes.py``), for
+The vLLM twin of ``sglang_notes.py`` (same rows, same reader: ``logphase/recognising/notes.py``), for
 vLLM's catalogue (``grammars/vllm/catalogue``, ``mine_vllm.py``). vLLM's catalogue has no start-up
 call graph: a message's phase is its file's area where the area is one phase
 (``knowledge.VLLM_AREA_PHASE``: the configuration and the front end are launch, ``distributed``
@@ -43,9 +43,9 @@ COLUMNS = ("pieces", "phase", "level", "process", "releases")
 
 def _read_by_grammar(version: str, path: str, message: dict) -> bool:
     """Does a grammar rule read the line already (rendered as knowledge.py renders it)?"""
-    from logphase.pipeline.classify import classify
-    from logphase.pipeline.envelope import split_envelope
-    from logphase.pipeline.events import LineInfo
+    from logphase.reading.envelope import split_envelope
+    from logphase.recognising.classify import classify
+    from logphase.vocabulary.events import LineInfo
 
     text = vllm_render(message)
     if text is None:
@@ -108,7 +108,7 @@ def notes_data(found: dict[tuple[str, ...], Candidate]) -> dict:
             "Start-up messages of vLLM's catalogue that no grammar rule reads, one row each, in the rows of "
             "grammars/sglang/notes.json: the literal pieces of its first line, the earliest phase it is printed in "
             "(its file's area's, for the areas of one phase), its level, the process (`main`: the rank its line is "
-            "tagged with), the releases (indices into `releases`) that print it. Read by logphase/pipeline/notes.py "
+            "tagged with), the releases (indices into `releases`) that print it. Read by logphase/recognising/notes.py "
             "as weak evidence of its phase. Regenerate: python scripts/vllm_notes.py (python scripts/knowledge.py "
             "--update runs it)"
         ),

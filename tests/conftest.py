@@ -11,7 +11,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "fixtures" / "logs"
 
-# What logphase derives from its grammars and keeps between runs (pipeline/derived.py) goes to a
+# What logphase derives from its grammars and keeps between runs (packs/derived.py) goes to a
 # temporary folder of this test run (the commands the tests start inherit it): tests write nothing
 # outside the checkout and a temporary folder, and start from no kept data.
 _CACHE = tempfile.mkdtemp(prefix="logphase-test-cache-")

@@ -14,10 +14,10 @@ from pathlib import Path
 from types import ModuleType
 
 from logphase import Engine
-from logphase.pipeline.report import Report
+from logphase.reporting.report import Report
 
 # follow calls a file that ends in a finished run "stale" when its modification time is more than
-# 1 s before follow started (faces/follow.py). Tests set that time explicitly rather than race the
+# 1 s before follow started (faces/live/follow.py). Tests set that time explicitly rather than race the
 # start-up of a `python -m logphase` process: a fresh file's time is put far enough ahead that no
 # start-up, however slow, makes it look old; a stale file's an hour back.
 FRESH_AHEAD_S = 3600.0

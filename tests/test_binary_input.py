@@ -11,9 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from logphase.pipeline import bulk as bulk_module
-from logphase.pipeline.bulk import junk_line
-from logphase.pipeline.lines import LineRun, LineSplitter
+from logphase.reading.lines import LineRun, LineSplitter
+from logphase.recognising import bulk as bulk_module
+from logphase.recognising.bulk import junk_line
 from tests.logs import kv_failure, tp2_startup
 from tests.test_fast_path import LINES, lines_of, report, ts
 
@@ -150,8 +150,8 @@ def test_junk_line(line: str, is_junk: bool) -> None:
 def test_every_server_args_head_holds_its_literal() -> None:
     """classify() skips a line longer than MAX_PARSE_CHARS without it: only server_args is built
     from such a line."""
-    from logphase.pipeline.classify import _SERVER_ARGS_LITERAL, _heads
-    from logphase.pipeline.prefilter import literal_factors
+    from logphase.recognising.classify import _SERVER_ARGS_LITERAL, _heads
+    from logphase.recognising.prefilter import literal_factors
 
     for head in _heads("server_args"):
         assert literal_factors(head) == {_SERVER_ARGS_LITERAL}
@@ -173,6 +173,6 @@ def test_every_server_args_head_holds_its_literal() -> None:
     ],
 )
 def test_first_chars(pattern: str, expected: str | None) -> None:
-    from logphase.pipeline.prefilter import first_chars
+    from logphase.recognising.prefilter import first_chars
 
     assert first_chars(pattern) == expected

@@ -7,10 +7,11 @@ from __future__ import annotations
 import random
 
 from logphase import Engine
-from logphase.pipeline import events as ev
-from logphase.pipeline.causes import ECHO_PREFERENCE, Cause
-from logphase.pipeline.diagnosis import Assessment, Severity
-from logphase.pipeline.runs import MAX_CONSEQUENCES, Incident, Incidents
+from logphase.diagnosing.cause_table import ECHO_PREFERENCE
+from logphase.diagnosing.diagnosis import Assessment, Severity
+from logphase.folding.runs import MAX_CONSEQUENCES, Incident, Incidents
+from logphase.vocabulary import events as ev
+from logphase.vocabulary.causes import Cause
 from tests.logs import tp2_startup
 
 SCHEDULER = "/usr/local/lib/python3.12/dist-packages/sglang/srt/managers/scheduler.py"

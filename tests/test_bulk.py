@@ -1,4 +1,4 @@
-"""The bulk path's one interface (pipeline/bulk.py): a run of lines in; served and quiet lines
+"""The bulk path's one interface (recognising/bulk.py): a run of lines in; served and quiet lines
 counted with the times that move the clock, and the lines that need the long way, out, in line
 order, as the engine's state decides. (That the report is then the line path's is
 tests/test_fast_path.py's question.)"""
@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from logphase.pipeline.bulk import PLAIN, BulkReader, QuietLines, bulk_patterns
-from logphase.pipeline.lines import LineRun, LineSplitter, LogicalLine, RunPatterns
+from logphase.reading.lines import LineRun, LineSplitter, LogicalLine, RunPatterns
+from logphase.recognising.bulk import PLAIN, BulkReader, QuietLines, bulk_patterns
 from tests.test_fast_path import ts
 
 

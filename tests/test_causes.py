@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from logphase.pipeline.causes import SIGNATURES, Cause, SignatureRole
-from logphase.pipeline.phases import Phase
-from logphase.pipeline.signatures import read_error, rules_in_grammar
+from logphase.diagnosing.cause_table import SIGNATURES
+from logphase.diagnosing.signatures import read_error, rules_in_grammar
+from logphase.vocabulary.causes import Cause, SignatureRole
+from logphase.vocabulary.phases import Phase
 
 
 def test_every_grammar_rule_has_one_row_and_every_row_its_rule() -> None:

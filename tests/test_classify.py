@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from logphase.pipeline import events as ev
-from logphase.pipeline.classify import classify
-from logphase.pipeline.clock import LogClock
-from logphase.pipeline.envelope import split_envelope
-from logphase.pipeline.events import LineInfo
+from logphase.reading.clock import LogClock
+from logphase.reading.envelope import split_envelope
+from logphase.recognising.classify import classify
+from logphase.vocabulary import events as ev
+from logphase.vocabulary.events import LineInfo
 
 
 def event_of(line: str) -> ev.EventBase | None:
@@ -340,7 +340,7 @@ def test_a_repeated_dump_gives_values_of_its_own() -> None:
 def test_every_bar_probe_match_holds_the_bar_literal() -> None:
     """classify and the bulk path's pre-filter skip a line without BAR_LITERAL: no probe may match
     one (the literals every match contains, read off the probe's pattern)."""
-    from logphase.pipeline.classify import BAR_LITERAL, _probes
-    from logphase.pipeline.prefilter import _factors, _sre
+    from logphase.recognising.classify import BAR_LITERAL, _probes
+    from logphase.recognising.prefilter import _factors, _sre
 
     assert _factors(list(_sre.parse(_probes().pattern))) == {BAR_LITERAL}

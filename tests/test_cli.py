@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from logphase.pipeline.report import SCHEMA_VERSION
+from logphase.reporting.report import SCHEMA_VERSION
 from tests.logs import kv_failure, tp2_startup
 
 
@@ -121,7 +121,7 @@ def test_help_builds_no_parser_and_imports_no_heavy_module() -> None:
         "from logphase.faces import cli\n"
         "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
         "    cli.main(['--help'])\n"
-        "heavy = [m for m in ('lark', 'pydantic', 'orjson', 'logphase.pipeline.grammars') if m in sys.modules]\n"
+        "heavy = [m for m in ('lark', 'pydantic', 'orjson', 'logphase.packs.grammars') if m in sys.modules]\n"
         "assert not heavy, heavy\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

@@ -71,7 +71,7 @@ def test_a_command_reads_with_the_collector_on() -> None:
     probe = (
         "import gc\n"
         "from logphase.faces import cli, collector\n"
-        "from logphase.pipeline import engine\n"
+        "from logphase.engine import engine\n"
         "seen = []\n"
         "real = engine.read_all\n"
         "def spy(*args, **kwargs):\n"

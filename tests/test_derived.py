@@ -1,4 +1,4 @@
-"""What a start reads back instead of computing (pipeline/derived.py): the grammars' terminals and
+"""What a start reads back instead of computing (packs/derived.py): the grammars' terminals and
 rules, the dispatch heads split by their first character, the mined frame table. Kept data is
 equal to what is computed, a corrupt or stale file is computed again, and a folder that cannot be
 written is no error."""
@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from logphase.pipeline import classify, derived, grammars
-from logphase.pipeline.grammars import GRAMMAR_SOURCES, examples
-from logphase.pipeline.prefilter import alternatives, start_chars
-from logphase.servers import sglang
+from logphase.packs import derived, grammars, sglang
+from logphase.packs.grammars import GRAMMAR_SOURCES, examples
+from logphase.recognising import classify
+from logphase.recognising.prefilter import alternatives, start_chars
 from tests.conftest import ROOT, fixture_logs
 
 
@@ -163,7 +163,7 @@ def test_a_warm_start_builds_no_parser_for_the_dispatch() -> None:
     """Once kept, the heads, the envelope and the cause table need no Lark parser: one is built when
     a line needs a parse."""
     code = (
-        "from logphase.pipeline import classify, envelope, grammars, signatures\n"
+        "from logphase.diagnosing import signatures\nfrom logphase.packs import grammars\nfrom logphase.reading import envelope\nfrom logphase.recognising import classify\n"
         "classify._start_heads().match('Load weight begin.'); envelope._compiled(); signatures.read_error('CUDA out of memory')\n"
         "print(grammars.parser.cache_info().currsize)\n"
     )
@@ -222,7 +222,7 @@ def test_start_chars(pattern: str, expected: set[str] | None) -> None:
 
 def _messages() -> list[str]:
     """Example lines of every grammar, and the messages of the fixtures' lines (as the engine cuts them)."""
-    from logphase.pipeline.envelope import split_envelope
+    from logphase.reading.envelope import split_envelope
 
     texts = [line for source in GRAMMAR_SOURCES for lines in examples(source).values() for line in lines]
     for log in fixture_logs():
@@ -251,7 +251,7 @@ def test_the_heads_by_first_character_find_what_all_heads_find() -> None:
 def test_a_kept_hyperscan_database_finds_what_a_compiled_one_finds(cache_folder: Path) -> None:
     import hyperscan
 
-    from logphase.pipeline import prefilter
+    from logphase.recognising import prefilter
 
     literals = [b"Load weight begin.", b"Traceback (most recent call last):", b" is reset to "]
     data = (ROOT / "fixtures" / "logs" / "c10d_watchdog_abort.log").read_bytes() + b"\nx Load weight begin.\n"
@@ -272,7 +272,7 @@ def test_a_kept_hyperscan_database_finds_what_a_compiled_one_finds(cache_folder:
 
 
 def test_the_bulk_literals_are_kept_as_computed(cache_folder: Path) -> None:
-    from logphase.pipeline import bulk
+    from logphase.recognising import bulk
 
     for cached_function in (bulk.head_leads, bulk.event_literals):
         cached_function.cache_clear()
@@ -292,7 +292,7 @@ def test_the_cause_table_reads_what_its_whole_patterns_read() -> None:
     """A row is searched only in a text holding one of its literals: the rows that decide are the
     ones their patterns, searched whole, give (on every example line of every grammar, the
     fixtures' lines, and texts that fold case)."""
-    from logphase.pipeline import signatures
+    from logphase.diagnosing import signatures
 
     rows = signatures._compiled()
     assert sum(row.needs is not None for row in rows) > len(rows) // 2

@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from logphase import Engine
-from logphase.pipeline.engine import parse_bytes
-from logphase.pipeline.report import Report
+from logphase.engine.engine import parse_bytes
+from logphase.reporting.report import Report
 from tests.conftest import fixture_logs
 from tests.logs import fed_in_chunks, kv_failure, tp2_startup
 

@@ -5,8 +5,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from logphase import Engine, parse_text
+from logphase.engine.engine import parse_bytes
 from logphase.faces.text import render_text
-from logphase.pipeline.engine import parse_bytes
 from tests.conftest import examples
 from tests.logs import fed_in_chunks, kv_failure, tp2_startup
 
@@ -200,7 +200,7 @@ def test_oom_killer_names_the_rank() -> None:
 def test_many_runs_keep_memory_flat_and_say_which_runs_are_kept() -> None:
     """A file appended to run after run: only the last KEEP_RUNS runs are kept whole, the report on
     the last one is the same, and asking for an early one is a clear error, not a wrong answer."""
-    from logphase.pipeline.machine import KEEP_RUNS
+    from logphase.folding.machine import KEEP_RUNS
 
     many = "".join(kv_failure(minute=m) for m in range(KEEP_RUNS + 8))
     engine = Engine(source="x")

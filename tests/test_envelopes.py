@@ -20,10 +20,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from logphase import parse_bytes
-from logphase.pipeline.clock import LogClock
-from logphase.pipeline.envelope import split_envelope
-from logphase.pipeline.phases import Phase
-from logphase.pipeline.report import Report
+from logphase.reading.clock import LogClock
+from logphase.reading.envelope import split_envelope
+from logphase.reporting.report import Report
+from logphase.vocabulary.phases import Phase
 from tests.conftest import fixture_logs
 
 FIXTURES = {p.name: p.read_bytes() for p in fixture_logs()}

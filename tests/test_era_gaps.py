@@ -4,7 +4,7 @@ in lines written for the test (the fixtures hold the same shapes in whole logs).
 from __future__ import annotations
 
 from logphase import parse_bytes
-from logphase.pipeline.server_args import parse_server_args
+from logphase.packs.server_args import parse_server_args
 
 STAMP = "[2026-08-03 07:40:{:02d}{}] "
 

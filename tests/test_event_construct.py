@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, Field
 
-from logphase.pipeline.events import EVENT_TYPES, EventBase, construct
+from logphase.vocabulary.events import EVENT_TYPES, EventBase, construct
 
 WHERE: dict[str, Any] = {"line": 7, "offset": 120, "raw": "[2026-01-01 00:00:00] text", "ts": "2026-01-01T00:00:00", "rule": "r"}
 

@@ -8,7 +8,7 @@ import importlib
 from pathlib import Path
 
 import logphase
-from logphase.errors import LogphaseError
+from logphase.vocabulary.errors import LogphaseError
 
 PACKAGE = Path(logphase.__file__).parent
 
@@ -36,7 +36,7 @@ def test_every_exception_logphase_defines_derives_from_logphase_error() -> None:
 
 
 def test_the_root_is_public_and_the_old_bases_still_catch() -> None:
-    from logphase.faces.sniff import NotALog
+    from logphase.reading.sniff import NotALog
     from logphase.testing import StartupFailed
 
     assert logphase.LogphaseError is LogphaseError

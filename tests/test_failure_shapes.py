@@ -22,8 +22,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from logphase import Engine, parse_bytes
-from logphase.pipeline import events as ev
-from logphase.pipeline.report import Report
+from logphase.reporting.report import Report
+from logphase.vocabulary import events as ev
 from tests.conftest import fixture_logs
 
 FIXTURES = {p.name: p.read_bytes() for p in fixture_logs()}

@@ -9,10 +9,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from logphase.pipeline import bulk as bulk_module
-from logphase.pipeline.bulk import PLAIN as _PLAIN
-from logphase.pipeline.engine import Engine
-from logphase.pipeline.lines import LineRun, LineSplitter, LogicalLine, RunPatterns
+from logphase.engine.engine import Engine
+from logphase.reading.lines import LineRun, LineSplitter, LogicalLine, RunPatterns
+from logphase.recognising import bulk as bulk_module
+from logphase.recognising.bulk import PLAIN as _PLAIN
 from tests.conftest import examples
 from tests.logs import fed_in_chunks, kv_failure, tp2_startup
 
@@ -210,8 +210,8 @@ def test_a_bar_inside_a_quiet_run_is_read_the_long_way() -> None:
 
 
 def test_the_prefilter_finds_the_same_lines_with_or_without_hyperscan() -> None:
-    from logphase.pipeline.bulk import event_literals
-    from logphase.pipeline.prefilter import LiteralFinder
+    from logphase.recognising.bulk import event_literals
+    from logphase.recognising.prefilter import LiteralFinder
 
     literals = event_literals()[0]
     data = ("\n".join(t.replace("{t}", ts(5)) for t in LINES) + "\n").encode()

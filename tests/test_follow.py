@@ -14,8 +14,8 @@ import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from logphase.faces.follow import Follower, FollowOptions, follow_file
-from logphase.faces.follow_records import FollowRecord, PhaseRecord, SummaryRecord, TimeoutRecord
+from logphase.faces.live.follow import Follower, FollowOptions, follow_file
+from logphase.faces.live.follow_records import FollowRecord, PhaseRecord, SummaryRecord, TimeoutRecord
 from tests.logs import kv_failure, tp2_startup, written_long_ago
 
 DEADLINE = 30.0

@@ -26,10 +26,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from logphase.engine.engine import Engine, parse_bytes
 from logphase.faces.exit_codes import OUTCOME_EXIT
-from logphase.faces.follow import Follower, FollowOptions, follow_reads
-from logphase.faces.follow_records import FollowRecord, SummaryRecord
-from logphase.pipeline.engine import Engine, parse_bytes
+from logphase.faces.live.follow import Follower, FollowOptions, follow_reads
+from logphase.faces.live.follow_records import FollowRecord, SummaryRecord
 from tests.conftest import fixture_logs
 from tests.logs import kv_failure, tp2_startup
 

@@ -88,7 +88,7 @@ def test_the_checker_finds_a_cycle() -> None:
 
 def test_the_checker_reads_function_level_and_relative_imports() -> None:
     graph = import_graph()
-    assert "logphase.pipeline.grammars" in graph["logphase.pipeline.classify"]
+    assert "logphase.packs.grammars" in graph["logphase.recognising.classify"]
     assert graph["logphase.faces.cli"], "the command line imports its commands"
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from logphase.faces.sniff import NotALog, log_stream
+from logphase.reading.sniff import NotALog, log_stream
 from tests.logs import tp2_startup
 
 LOG = tp2_startup().encode()

@@ -1,4 +1,4 @@
-"""Regular expressions kept on disk (pipeline/kept_regex.py): a pattern built from kept code is the
+"""Regular expressions kept on disk (packs/kept_regex.py): a pattern built from kept code is the
 pattern ``re.compile`` gives, on every pattern logphase compiles; a damaged or foreign file is never
 used; without the interpreter's internals every call is ``re.compile``."""
 
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from logphase.pipeline import derived, kept_regex
-from logphase.pipeline.engine import parse_bytes
+from logphase.engine.engine import parse_bytes
+from logphase.packs import derived, kept_regex
 from tests.conftest import ROOT, fixture_logs
 
 

@@ -4,7 +4,7 @@ scripts/knowledge.py renders every catalogued start-up message with plausible va
 with logphase's public API (``logphase.parse_text``); these tests hold the figures it measures to
 the ratchet recorded in grammars/sglang/catalogue/coverage.json (coverage may rise, never fall),
 check that docs/knowledge.md is what the script writes, that the noise list is sound, and that the
-hand-written frame table (logphase/pipeline/functions.py) agrees with the frame table mined from
+hand-written frame table (logphase/diagnosing/functions.py) agrees with the frame table mined from
 the start-up call graph (grammars/sglang/functions.json).
 
 After adding grammar rules: ``python scripts/knowledge.py --update`` (rewrites the doc and the
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from logphase.servers.sglang import PACK as SGLANG_PACK
+from logphase.packs.sglang import PACK as SGLANG_PACK
 from tests.logs import script_module
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -187,7 +187,7 @@ def test_every_noise_entry_has_a_reason_and_matches_something() -> None:
 
 # -- the frame table -------------------------------------------------------------------------------
 
-# Rows of logphase/pipeline/functions.py whose phase the mined call graph does not confirm (or
+# Rows of logphase/diagnosing/functions.py whose phase the mined call graph does not confirm (or
 # whose function is not in the start-up files the miner reads), and why.
 OUTSIDE = "not in SGLang's start-up files (torch, huggingface_hub, model files): the miner does not read it"
 KNOWN_DISAGREEMENTS: dict[str, str] = {

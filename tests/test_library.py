@@ -14,10 +14,10 @@ from pydantic import TypeAdapter
 
 import logphase
 from logphase import Engine, parse_file, parse_text
-from logphase.faces.follow_records import FOLLOW_RECORD_ADAPTER
-from logphase.pipeline.events import Event
-from logphase.pipeline.report import Report
-from logphase.pipeline.server_args import parse_server_args
+from logphase.faces.live.follow_records import FOLLOW_RECORD_ADAPTER
+from logphase.packs.server_args import parse_server_args
+from logphase.reporting.report import Report
+from logphase.vocabulary.events import Event
 from tests.conftest import FIXTURES
 from tests.logs import kv_failure, tp2_startup
 
@@ -111,7 +111,7 @@ def test_models_raise_no_warning_when_built() -> None:
     """pydantic < 2.10 warns about fields named model_* unless told they are ours."""
     code = (
         "import warnings; warnings.simplefilter('error');"
-        "from pydantic import TypeAdapter; from logphase.pipeline.events import Event, WeightLoadEnd;"
+        "from pydantic import TypeAdapter; from logphase.vocabulary.events import Event, WeightLoadEnd;"
         "TypeAdapter(Event).json_schema(); WeightLoadEnd(line=1, offset=0, raw='x', model_class='M')"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60, cwd=Path(__file__).parents[1])

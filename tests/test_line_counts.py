@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from logphase.engine.engine import parse_bytes, parse_file
 from logphase.faces.text import line_counts, render_text
-from logphase.pipeline.engine import parse_bytes, parse_file
-from logphase.pipeline.report import LinesReport
+from logphase.reporting.report import LinesReport
 from tests.conftest import fixture_logs
 
 ROW = re.compile(r"  lines (?P<total>\d+)(?: \((?P<physical>\d+) physical\))?: (?P<parts>[^;]*)(?:; (?P<partly>.*))?")

@@ -9,11 +9,11 @@ from datetime import datetime, timedelta
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from logphase.pipeline import events as ev
-from logphase.pipeline.build_report import build_report
-from logphase.pipeline.machine import PhaseMachine
-from logphase.pipeline.phases import PHASE_ORDER, Phase
-from logphase.pipeline.report import LinesReport
+from logphase.folding.machine import PhaseMachine
+from logphase.reporting.build_report import build_report
+from logphase.reporting.report import LinesReport
+from logphase.vocabulary import events as ev
+from logphase.vocabulary.phases import PHASE_ORDER, Phase
 
 RANKS = ("TP0", "TP1")
 BEGINS = {

@@ -15,10 +15,10 @@ from pathlib import Path
 import orjson
 import pytest
 
+from logphase.engine.engine import parse_bytes
 from logphase.faces.timeline import render_html
-from logphase.pipeline.engine import parse_bytes
-from logphase.pipeline.grammars import defined_rules, parse, used_rules
-from logphase.pipeline.merge import MergedReport, is_router_log, merge, router_report
+from logphase.packs.grammars import defined_rules, parse, used_rules
+from logphase.reporting.merge import MergedReport, is_router_log, merge, router_report
 from tests.conftest import FIXTURES
 from tests.logs import logphase_cli, written_now
 
@@ -398,6 +398,6 @@ def test_the_router_grammar_reads_each_example_to_its_rule(text: str, rule: str)
 
 
 def test_merge_keeps_no_router_or_watchdog_text_of_its_own() -> None:
-    source = (Path(__file__).parent.parent / "logphase" / "pipeline" / "merge.py").read_text()
+    source = (Path(__file__).parent.parent / "logphase" / "reporting" / "merge.py").read_text()
     for phrase in ("sglang_router", "smg::", "Router ready", "Starting router on", r"All \d+ workers", "WorkNCCL", "OpType="):
         assert phrase not in source, phrase

@@ -13,8 +13,8 @@ import pytest
 from logphase.faces import cli
 from logphase.faces.merged import render_merged
 from logphase.faces.text import slowest_rank
-from logphase.pipeline.phases import Phase
-from logphase.pipeline.report import PhaseReport, RankSpan
+from logphase.reporting.report import PhaseReport, RankSpan
+from logphase.vocabulary.phases import Phase
 from tests.conftest import FIXTURES
 from tests.test_merge import case_report
 

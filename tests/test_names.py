@@ -13,13 +13,13 @@ import logphase
 PACKAGE = Path(logphase.__file__).parent
 
 # names that are an interface: every command module (faces/commands/) has NAME, HELP,
-# add_arguments and run; every pack module (servers/) has PACK; runnable modules have main
+# add_arguments and run; every pack module (packs/) has PACK; runnable modules have main
 INTERFACES = {
     "NAME": "faces/commands/",
     "HELP": "faces/commands/",
     "add_arguments": "faces/commands/",
     "run": "faces/commands/",
-    "PACK": "servers/",
+    "PACK": "packs/",
     "main": "",
 }
 
@@ -61,11 +61,3 @@ def test_the_interfaces_are_what_they_say() -> None:
     assert len(commands) >= 5
     for name in ("NAME", "HELP", "add_arguments"):
         assert {h for h in found[name]} == commands, name
-
-
-def test_stage_numbers_follow_the_order_a_line_travels() -> None:
-    """The modules' docstrings number the stages in the order a line goes through them."""
-    order = ["lines", "envelope", "records", "classify", "machine", "build_report"]
-    for number, module in enumerate(order, 1):
-        first = (PACKAGE / "pipeline" / f"{module}.py").read_text(encoding="utf-8").splitlines()[0]
-        assert first.startswith(f'"""Stage {number}'), (module, first)

@@ -1,4 +1,4 @@
-"""The start-up notes (logphase/pipeline/notes.py, grammars/sglang/notes.json): a line no grammar
+"""The start-up notes (logphase/recognising/notes.py, grammars/sglang/notes.json): a line no grammar
 reads that is a catalogued start-up message is weak evidence of the phase it is printed in.
 
 The matching is checked on made-up templates (a rendered line matches, a near miss does not), the
@@ -14,10 +14,10 @@ import json
 import pytest
 
 import logphase
-from logphase.pipeline.grammars import grammar_dir
-from logphase.pipeline.notes import Note, NoteBook, matches, note_key, notebook, read_notes
-from logphase.pipeline.phases import Phase
-from logphase.servers import PACKS
+from logphase.packs import PACKS
+from logphase.packs.grammars import grammar_dir
+from logphase.recognising.notes import Note, NoteBook, matches, note_key, notebook, read_notes
+from logphase.vocabulary.phases import Phase
 
 NOTES_FILE = grammar_dir() / "sglang" / "notes.json"
 DATA = json.loads(NOTES_FILE.read_text(encoding="utf-8"))

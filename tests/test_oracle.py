@@ -19,9 +19,9 @@ from pydantic import TypeAdapter
 from logphase import Report, assert_startup, parse_text
 from logphase.faces.loading import load
 from logphase.faces.oracle import Expectations, OracleError, check, compare, render_check
-from logphase.pipeline.events import Event
 from logphase.replay import records
 from logphase.testing import LogFollower, StartupFailed
+from logphase.vocabulary.events import Event
 from tests.conftest import fixture_logs
 from tests.logs import kv_failure, logphase_cli, stamp, tp2_startup
 
@@ -484,7 +484,7 @@ def test_the_follower_thread_is_follow_file(tmp_path: Path, monkeypatch: pytest.
     """One follower: LogFollower reads through `logphase follow`'s own follow_file (to the end of
     the input), so rotation and truncation are handled in one place."""
     import logphase.testing as testing_module
-    from logphase.faces.follow import follow_file
+    from logphase.faces.live.follow import follow_file
 
     calls: list[str] = []
 

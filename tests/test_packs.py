@@ -1,4 +1,4 @@
-"""The packs (logphase/servers/): every message row and every signature row has example lines in its
+"""The packs (logphase/packs/): every message row and every signature row has example lines in its
 grammar (``//: <line>`` above its rule) that reach it; no server's message text is written in Python;
 adding a server is a grammar folder, a module and one registry line."""
 
@@ -12,17 +12,18 @@ from pathlib import Path
 
 import pytest
 
-from logphase.pipeline import events as ev
-from logphase.pipeline.causes import SIGNATURES, Signature, SignatureRole
-from logphase.pipeline.classify import classify
-from logphase.pipeline.clock import LogClock
-from logphase.pipeline.envelope import split_envelope
-from logphase.pipeline.events import LineInfo
-from logphase.pipeline.grammars import examples, grammar_dir, parse
-from logphase.pipeline.messages import MESSAGES, Message, evidence_of
-from logphase.pipeline.signatures import ERROR_GRAMMARS, deciding_row, read_error
-from logphase.servers import PACKS
-from logphase.servers.pack import ByLine
+from logphase.diagnosing.cause_table import SIGNATURES, Signature
+from logphase.diagnosing.signatures import ERROR_GRAMMARS, deciding_row, read_error
+from logphase.packs import PACKS
+from logphase.packs.grammars import examples, grammar_dir, parse
+from logphase.packs.rows import ByLine
+from logphase.reading.clock import LogClock
+from logphase.reading.envelope import split_envelope
+from logphase.recognising.classify import classify
+from logphase.recognising.messages import MESSAGES, Message, evidence_of
+from logphase.vocabulary import events as ev
+from logphase.vocabulary.causes import SignatureRole
+from logphase.vocabulary.events import LineInfo
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "logphase"
@@ -208,11 +209,11 @@ def test_the_phrase_scan_sees_a_phrase(tmp_path: Path) -> None:
 
 def files_of_a_server(name: str) -> list[str]:
     """What a server is made of: its grammar folder, its pack module, and its line in the registry."""
-    return [f"grammars/{name}/", f"logphase/servers/{name}.py", "logphase/servers/__init__.py (one line in PACKS)"]
+    return [f"grammars/{name}/", f"logphase/packs/{name}.py", "logphase/packs/__init__.py (one line in PACKS)"]
 
 
 def test_adding_a_server_is_a_grammar_folder_a_module_and_a_registry_line() -> None:
-    registry = (PACKAGE / "servers" / "__init__.py").read_text(encoding="utf-8")
+    registry = (PACKAGE / "packs" / "__init__.py").read_text(encoding="utf-8")
     for pack in PACKS:
         folder, module, _ = files_of_a_server(pack.name)
         assert (ROOT / folder).is_dir() or (pack.name == "shared" and (ROOT / "grammars" / "shared").is_dir())
@@ -221,14 +222,16 @@ def test_adding_a_server_is_a_grammar_folder_a_module_and_a_registry_line() -> N
         # a pack's grammars live in its own folder (named by stem, found wherever they are)
         for grammar in (*pack.grammars, *pack.error_grammars):
             assert (ROOT / "grammars" / pack.name / f"{grammar}.lark").is_file(), f"{grammar}.lark not in {folder}"
-    # and nothing else names a server: the pipeline reads packs (no pipeline module imports a pack's module)
-    for path in (PACKAGE / "pipeline").glob("*.py"):
+    # and nothing else names a server: the stages read packs (no stage module imports a pack's module)
+    for path in PACKAGE.rglob("*.py"):
+        if path.parent.name == "packs":
+            continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.module is not None:
                 named = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
                 for pack in PACKS:
-                    assert f"logphase.servers.{pack.name}" not in named, f"{path.name} imports the {pack.name} pack"
+                    assert f"logphase.packs.{pack.name}" not in named, f"{path.name} imports the {pack.name} pack"
 
 
 # -- each phrase once ----------------------------------------------------------------------------------

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from logphase.engine.engine import parse_file
 from logphase.faces.timeline import render_html
 from logphase.faces.timeline.layout import build_timeline
 from logphase.faces.timeline.page import _free_memory, _phase_rows, breakable
-from logphase.pipeline.engine import parse_file
-from logphase.pipeline.phases import Phase
+from logphase.vocabulary.phases import Phase
 from tests.conftest import FIXTURES, fixture_logs
 
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from logphase.pipeline.classify import DISPATCHED
-from logphase.pipeline.functions import SERVER_FUNCTIONS, call_phase, frame_phase, table_problems
-from logphase.pipeline.grammars import GRAMMAR_SOURCES, defined_rules, message_rules, used_rules
-from logphase.pipeline.messages import MESSAGES, transitions
-from logphase.pipeline.phases import PHASE_ORDER, MarkerRole, Phase, Transition, validate_table
-from logphase.pipeline.signatures import ERROR_GRAMMARS
+from logphase.diagnosing.functions import SERVER_FUNCTIONS, call_phase, frame_phase, table_problems
+from logphase.diagnosing.signatures import ERROR_GRAMMARS
+from logphase.packs.grammars import GRAMMAR_SOURCES, defined_rules, message_rules, used_rules
+from logphase.recognising.classify import DISPATCHED
+from logphase.recognising.messages import MESSAGES, transitions
+from logphase.vocabulary.phases import PHASE_ORDER, MarkerRole, Phase, Transition, validate_table
 
 # grammars whose rules are messages (envelope.lark lends its terminals to the envelope stage, the
 # error grammars their phrases to the cause table)

@@ -1,4 +1,4 @@
-"""The block pre-filter's literals (pipeline/prefilter.py), read off the grammars: every line that
+"""The block pre-filter's literals (recognising/prefilter.py), read off the grammars: every line that
 becomes an event must hold one, or the bulk path would count it as unrecognized."""
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from logphase.pipeline import bulk as bulk_module
-from logphase.pipeline.bulk import bulk_runs, event_finder, event_literals
-from logphase.pipeline.engine import Engine, parse_bytes
-from logphase.pipeline.notes import NOTE_RULES
-from logphase.pipeline.prefilter import PREFILTER_ENV, LiteralFinder, literal_factors, prefix_alternation
+from logphase.engine.engine import Engine, parse_bytes
+from logphase.recognising import bulk as bulk_module
+from logphase.recognising.bulk import bulk_runs, event_finder, event_literals
+from logphase.recognising.notes import NOTE_RULES
+from logphase.recognising.prefilter import PREFILTER_ENV, LiteralFinder, literal_factors, prefix_alternation
 from tests.conftest import fixture_logs
 from tests.test_fast_path import LINES, STARTUP, ts
 
@@ -79,7 +79,7 @@ def test_every_quiet_looking_event_line_holds_a_literal(log: Path) -> None:
     literals = event_literals()[0]
     quiet = bulk_runs()
     events = Engine(source=log.name).feed(log.read_bytes())
-    # the start-up notes (pipeline/notes.py) hold no literal: until the run is ready the engine reads
+    # the start-up notes (recognising/notes.py) hold no literal: until the run is ready the engine reads
     # the quiet lines whose first word is a note's the long way (NoteBook.hits; tests/test_notes.py)
     event_lines = {e.line for e in events if e.rule not in NOTE_RULES}
     data = log.read_bytes().split(b"\n")
@@ -146,7 +146,8 @@ def test_reports_are_the_same_whichever_engine_the_prefilter_runs_on(engine: str
 def test_each_finders_database_is_kept_apart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Two finders of a run (the bulk path's, classify's) keep their databases under their own
     names: under one name each start replaced the other's file and compiled both (~0.1 s)."""
-    from logphase.pipeline import derived, prefilter
+    from logphase.packs import derived
+    from logphase.recognising import prefilter
 
     monkeypatch.setenv(derived.CACHE_ENV, str(tmp_path))
     derived.cache_dir.cache_clear()

@@ -20,11 +20,11 @@ import orjson
 import pytest
 
 from logphase import Engine, Follower, FollowOptions, Phase, Report, parse_bytes
-from logphase.faces.follow_records import FailureRecord, PhaseRecord
+from logphase.faces.live.follow_records import FailureRecord, PhaseRecord
 from logphase.faces.text import render_text
 from logphase.faces.timeline import render_html
 from logphase.faces.wording import headline
-from logphase.pipeline import events as ev
+from logphase.vocabulary import events as ev
 from tests.conftest import FIXTURES as FIXTURE_DIR
 from tests.conftest import fixture_logs
 
@@ -216,7 +216,7 @@ def test_every_face_shows_the_reports_phase(case: str) -> None:
     entered = [r.phase for r in records if isinstance(r, PhaseRecord)]
     assert not entered or max(p.order for p in entered) <= report.phase.order
     if importlib.util.find_spec("prometheus_client") is not None:
-        from logphase.faces.metrics import ReportCollector
+        from logphase.faces.live.metrics import ReportCollector
 
         shown = [
             s.labels["phase"]

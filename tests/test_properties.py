@@ -17,10 +17,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from logphase import Engine
-from logphase.pipeline.envelope import wrappers_end
-from logphase.pipeline.lines import LineSplitter
-from logphase.pipeline.phases import PHASE_ORDER, Phase
-from logphase.pipeline.report import Report
+from logphase.reading.envelope import wrappers_end
+from logphase.reading.lines import LineSplitter
+from logphase.reporting.report import Report
+from logphase.vocabulary.phases import PHASE_ORDER, Phase
 from tests.conftest import fixture_logs
 from tests.logs import fed_in_chunks
 

@@ -209,7 +209,7 @@ def warning_kinds_in_readme() -> set[str]:
 
 
 def test_the_readme_lists_every_warning_kind_the_code_gives() -> None:
-    from logphase.pipeline.report import WarningReport
+    from logphase.reporting.report import WarningReport
 
     in_code = warning_kinds_in_code()
     assert {"stale_log", "partial_log", "stderr_missing", "distributed_stall"} <= in_code  # the scan finds them

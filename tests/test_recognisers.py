@@ -1,4 +1,4 @@
-"""The grammars compiled into regular expressions (pipeline/recognisers.py) read every line as Lark
+"""The grammars compiled into regular expressions (recognising/recognisers.py) read every line as Lark
 does: on every ``//:`` example line of every message rule and on every line of every fixture, the
 compiled recogniser and Lark's parser give the same match (rule, tokens, fields, values, children)
 and so the same event; the events, built without validation, are what validation would make of them."""
@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from logphase.pipeline import classify, records
-from logphase.pipeline.classify import DISPATCHED
-from logphase.pipeline.envelope import split_envelope
-from logphase.pipeline.events import LineInfo
-from logphase.pipeline.grammars import Parsed, examples, parse
-from logphase.pipeline.messages import MESSAGES
-from logphase.pipeline.recognisers import recognise, recogniser
+from logphase.packs.grammars import Parsed, examples, parse
+from logphase.reading.envelope import split_envelope
+from logphase.recognising import classify, records
+from logphase.recognising.classify import DISPATCHED
+from logphase.recognising.messages import MESSAGES
+from logphase.recognising.recognisers import recognise, recogniser
+from logphase.vocabulary.events import LineInfo
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "logs"
 # every grammar a line is recognised with: the dispatched ones and the traceback lines' (records.py)
@@ -115,7 +115,7 @@ def test_every_fixture_line_reads_as_lark_reads_it(log: Path, monkeypatch: pytes
 
 
 def test_a_repeated_text_is_read_once_and_its_reading_cannot_be_changed_by_a_user() -> None:
-    from logphase.pipeline.recognisers import recognise
+    from logphase.recognising.recognisers import recognise
 
     text = "[Gloo] Rank 3 is NOT connected to: [0, 1]"
     first = recognise("gloo", text)

@@ -7,10 +7,11 @@ import typing
 
 import pytest
 
-from logphase.pipeline import build_report, facts
-from logphase.pipeline import events as ev
-from logphase.pipeline.report import LinesReport
-from logphase.pipeline.runs import Run
+from logphase.folding import facts
+from logphase.folding.runs import Run
+from logphase.reporting import build_report
+from logphase.reporting.report import LinesReport
+from logphase.vocabulary import events as ev
 
 
 @pytest.mark.parametrize("event_type", list(facts._HANDLERS), ids=lambda t: t.__name__)

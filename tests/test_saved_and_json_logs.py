@@ -16,8 +16,8 @@ from typing import Any
 import orjson
 import pytest
 
+from logphase.engine.engine import parse_bytes, parse_file
 from logphase.faces.loading import NotAReport, looks_like_report, report_from_json, saved_report
-from logphase.pipeline.engine import parse_bytes, parse_file
 from tests.conftest import FIXTURES
 
 DOCKER_JSON = FIXTURES / "docker_json_file.log"
@@ -38,12 +38,12 @@ def test_docker_json_file_reads_like_the_log_it_carries() -> None:
     assert wrapped.failure is not None and plain.failure is not None
     assert (wrapped.failure.cause, wrapped.failure.phase, wrapped.failure.ts) == (plain.failure.cause, plain.failure.phase, plain.failure.ts)
     assert [(p.name, p.start, p.duration_s) for p in wrapped.phases] == [(p.name, p.start, p.duration_s) for p in plain.phases]
-    # its one line no grammar reads ('Attention backend not set. ...') is a start-up note (pipeline/notes.py)
+    # its one line no grammar reads ('Attention backend not set. ...') is a start-up note (recognising/notes.py)
     assert wrapped.lines.unrecognized == plain.lines.unrecognized == 0
 
 
 def test_docker_json_lines_take_dockers_time_and_stream() -> None:
-    from logphase.pipeline.envelope import split_envelope
+    from logphase.reading.envelope import split_envelope
 
     env = split_envelope('{"log":"[Gloo] Rank 0 is connected\\n","stream":"stdout","time":"2026-06-15T10:02:19.6Z"}')
     assert env.message == "[Gloo] Rank 0 is connected" and env.writer == "stdout"

@@ -2,7 +2,7 @@
 token and credentials inside values (a URL's password, a token in a query, a list of keys) shows
 ``***`` in their place in every output (the JSON report, --events, the text, the page, the
 metrics' labels), while values that only look alike (token counts, a tokenizer's token, None)
-stay as printed. The redaction happens once, where a line enters the engine (pipeline/redact.py)."""
+stay as printed. The redaction happens once, where a line enters the engine (vocabulary/redact.py)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from logphase.engine.engine import Engine, parse_text
 from logphase.faces import cli
 from logphase.faces.timeline import render_html, render_svg
-from logphase.pipeline.engine import Engine, parse_text
-from logphase.pipeline.redact import is_secret_key, redact_text
+from logphase.vocabulary.redact import is_secret_key, redact_text
 
 SECRETS = (
     "sk-live-4f9a8b7c6d5e4f3a2b1c",
@@ -112,7 +112,7 @@ def test_the_metrics_model_label_holds_no_secret() -> None:
     pytest.importorskip("prometheus_client")
     from prometheus_client import CollectorRegistry, generate_latest
 
-    from logphase.faces.metrics import ReportCollector
+    from logphase.faces.live.metrics import ReportCollector
 
     engine = Engine(source="secrets.log")
     engine.feed(LOG.encode())
@@ -153,7 +153,7 @@ def test_secret_keys_by_their_last_word() -> None:
 
 
 def test_the_quick_test_knows_every_trigger_word() -> None:
-    from logphase.pipeline.redact import _TRIGGERS, _may_hold_a_secret
+    from logphase.vocabulary.redact import _TRIGGERS, _may_hold_a_secret
 
     assert all(_may_hold_a_secret(f"a {word} b") for word in _TRIGGERS)
     assert not _may_hold_a_secret("[2026-05-09 09:20:00] load weight begin. avail mem=78.53 gb")

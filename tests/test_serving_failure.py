@@ -13,7 +13,7 @@ from logphase import parse_bytes, parse_text
 from logphase.faces.text import render_text
 from logphase.faces.timeline import render_html
 from logphase.faces.wording import describe_failure, headline
-from logphase.pipeline.report import Report
+from logphase.reporting.report import Report
 from tests.conftest import FIXTURES
 
 # ready at 14:26:07 after 5.7 min, the decode loop dies at 15:05:27
@@ -75,7 +75,7 @@ def test_the_timeline_says_it_too(serving: Report) -> None:
 
 def test_the_metrics_tell_a_serving_failure_from_a_failed_start_up(serving: Report) -> None:
     pytest.importorskip("prometheus_client")
-    from logphase.faces.metrics import ReportCollector
+    from logphase.faces.live.metrics import ReportCollector
 
     def gauges(report: Report) -> dict[str, float]:
         families = ReportCollector(lambda: (report, None), "test").collect()

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from logphase.engine.engine import parse_file, parse_text
 from logphase.faces.timeline import PHASE_COLORS, render_html, render_svg
 from logphase.faces.timeline.layout import build_timeline
 from logphase.faces.timeline.style import MAX_RANK_ROWS, PLOT_W, PLOT_X, compress_ranks
 from logphase.faces.wording import fmt_duration
-from logphase.pipeline.engine import parse_file, parse_text
-from logphase.pipeline.report import Report
+from logphase.reporting.report import Report
 from tests.conftest import FIXTURES, fixture_logs
 from tests.logs import logphase_cli
 

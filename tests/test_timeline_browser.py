@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from logphase.engine.engine import parse_file
 from logphase.faces.timeline import FAILURE_COLOR, PHASE_COLORS
-from logphase.pipeline.engine import parse_file
 from tests.conftest import FIXTURES
 from tests.test_timeline import synthetic_log
 

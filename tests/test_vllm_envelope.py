@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 
 from logphase import parse_bytes, parse_file
-from logphase.pipeline import events as ev
-from logphase.pipeline.clock import LogClock, YearHint
-from logphase.pipeline.engine import Engine
-from logphase.pipeline.envelope import split_envelope
-from logphase.pipeline.phases import Phase
-from logphase.pipeline.report import Report
+from logphase.engine.engine import Engine
+from logphase.reading.clock import LogClock, YearHint
+from logphase.reading.envelope import split_envelope
+from logphase.reporting.report import Report
+from logphase.vocabulary import events as ev
+from logphase.vocabulary.phases import Phase
 from tests.conftest import FIXTURES
 
 # -- 1. process prefixes -> rank tags, per era ----------------------------------------------------------

@@ -1,7 +1,7 @@
 """Every face on vLLM (issue 21 point 4): ``--server`` and the year of stamps that print none reach
 follow, report, check/compare, several logs and ``--merge`` (not only a single ``parse``); in a merge
 each log's server is its own; metrics and the schema; and the server decided in one place
-(``pipeline/detect.py``)."""
+(``recognising/detect.py``)."""
 
 from __future__ import annotations
 
@@ -11,16 +11,16 @@ from pathlib import Path
 
 import pytest
 
+from logphase.engine.engine import parse_file
 from logphase.faces import cli
 from logphase.faces.batch import read_many
-from logphase.faces.follow import Follower, FollowOptions, follow_file
 from logphase.faces.inputs import read_input, read_startups
+from logphase.faces.live.follow import Follower, FollowOptions, follow_file
+from logphase.faces.live.metrics import ReportCollector
 from logphase.faces.merged import merge_logs, read_merged, render_merged
-from logphase.faces.metrics import ReportCollector
 from logphase.faces.text import render_text
-from logphase.pipeline import detect, messages
-from logphase.pipeline.engine import parse_file
-from logphase.pipeline.report import Report
+from logphase.recognising import detect, messages
+from logphase.reporting.report import Report
 from tests.conftest import FIXTURES
 
 VLLM_READY = FIXTURES / "vllm_v1_clean_compile_0_11.log"
@@ -202,7 +202,7 @@ def test_the_server_is_decided_in_detect_only() -> None:
 def test_the_bulk_path_and_the_long_way_name_the_same_server() -> None:
     """feed_plain's server is the stamped prefix's, as note_start's for the same lines: an SGLang
     log read in bulk (collect_events=False) and line by line says the same server, forced or not."""
-    from logphase.pipeline.engine import Engine
+    from logphase.engine.engine import Engine
 
     data = SGLANG_READY.read_bytes()
     for forced in (None, "vllm"):

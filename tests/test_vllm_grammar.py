@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from logphase.pipeline.grammars import defined_rules, message_rules, parse, parser, used_rules
+from logphase.packs.grammars import defined_rules, message_rules, parse, parser, used_rules
 
 ROOT = Path(__file__).resolve().parents[1]
 CATALOGUE = ROOT / "grammars" / "vllm" / "catalogue"

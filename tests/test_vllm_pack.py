@@ -1,4 +1,4 @@
-"""The vLLM pack (logphase/servers/vllm.py, issue 21): the root is vLLM's root even when its echoes are
+"""The vLLM pack (logphase/packs/vllm.py, issue 21): the root is vLLM's root even when its echoes are
 printed first, the free-memory pre-check gets its own cause and the opposite advice of the KV cache's,
 advice names the flags of the run's server, vLLM's phases follow its order, and a vLLM line in an
 SGLang log does not make the run a vLLM one."""
@@ -11,14 +11,14 @@ from typing import Any
 import pytest
 
 from logphase import parse_bytes
-from logphase.pipeline import events as ev
-from logphase.pipeline.causes import Cause, SignatureRole
-from logphase.pipeline.detect import SERVER_OF_RULE, server_of_config
-from logphase.pipeline.functions import frame_floor, frame_phase
-from logphase.pipeline.hints import hint
-from logphase.pipeline.messages import evidence_in
-from logphase.pipeline.phases import MarkerRole, Phase
-from logphase.pipeline.signatures import read_error
+from logphase.diagnosing.functions import frame_floor, frame_phase
+from logphase.diagnosing.hints import hint
+from logphase.diagnosing.signatures import read_error
+from logphase.recognising.detect import SERVER_OF_RULE, server_of_config
+from logphase.recognising.messages import evidence_in
+from logphase.vocabulary import events as ev
+from logphase.vocabulary.causes import Cause, SignatureRole
+from logphase.vocabulary.phases import MarkerRole, Phase
 from tests.conftest import FIXTURES
 
 SGLANG_FLAGS = ("--mem-fraction-static", "--cuda-graph-max-bs", "--tp ", "--context-length", "--disable-cuda-graph")

@@ -12,7 +12,7 @@ import orjson
 
 from logphase import parse_bytes
 from logphase.faces.text import render_text
-from logphase.pipeline.report import PhaseReport, Report
+from logphase.reporting.report import PhaseReport, Report
 from tests.conftest import FIXTURES
 
 V1 = FIXTURES / "vllm_v1_clean_compile_0_11.log"

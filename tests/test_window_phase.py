@@ -48,13 +48,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from logphase import Engine, parse_bytes
-from logphase.pipeline import events as ev
-from logphase.pipeline.causes import Cause
-from logphase.pipeline.diagnosis import frames_phase, statement_phase
-from logphase.pipeline.functions import frame_phase
-from logphase.pipeline.phases import Phase
-from logphase.pipeline.report import Report
-from logphase.pipeline.signatures import read_error
+from logphase.diagnosing.diagnosis import frames_phase, statement_phase
+from logphase.diagnosing.functions import frame_phase
+from logphase.diagnosing.signatures import read_error
+from logphase.reporting.report import Report
+from logphase.vocabulary import events as ev
+from logphase.vocabulary.causes import Cause
+from logphase.vocabulary.phases import Phase
 from tests.conftest import fixture_logs
 
 _HEADER = b"Traceback (most recent call last):"

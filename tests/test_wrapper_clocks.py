@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from logphase import parse_bytes
-from logphase.pipeline.report import Report
+from logphase.reporting.report import Report
 from tests.conftest import fixture_logs
 
 FIXTURES = {p.name: p.read_bytes() for p in fixture_logs()}
@@ -172,7 +172,7 @@ def test_the_kubectl_case_of_the_issue() -> None:
 
 def test_line_by_line_reads_the_same_as_bulk() -> None:
     """The re-timing of the first lines holds for readers that feed a line at a time (follow)."""
-    from logphase.pipeline.engine import Engine
+    from logphase.engine.engine import Engine
 
     name = "cuda_oom_capture.log"
     data = wrapped_bursty(FIXTURES[name], -300, 7, True)

@@ -12,8 +12,8 @@ from logphase.faces.exit_codes import EXIT_FAILED, EXIT_READY, EXIT_STARTING, EX
 from logphase.faces.inputs import InputError, read_input
 
 if TYPE_CHECKING:
-    from logphase.pipeline.report import Report
-    from logphase.servers.names import Server
+    from logphase.reporting.report import Report
+    from logphase.vocabulary.servers import Server
 
 # the worst verdict decides the exit code: a failed start-up matters most, then one still
 # starting, then a file that could not be read at all, then ready

@@ -18,7 +18,7 @@ from logphase.faces import collector
 from logphase.faces.commands import check, compare, follow, parse, report, schema
 from logphase.faces.exit_codes import EXIT_INTERRUPTED, EXIT_OUTPUT_CLOSED, EXIT_USAGE
 from logphase.faces.inputs import InputError
-from logphase.pipeline import kept_regex
+from logphase.packs import kept_regex
 
 # in the order `logphase --help` lists them
 COMMANDS: tuple[ModuleType, ...] = (parse, follow, check, compare, report, schema)

@@ -10,15 +10,15 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, BinaryIO
 
-from logphase.errors import LogphaseError
 from logphase.faces import collector
+from logphase.vocabulary.errors import LogphaseError
 
 if TYPE_CHECKING:
+    from logphase.engine.engine import Engine
     from logphase.faces.loading import Saved
-    from logphase.pipeline.engine import Engine
-    from logphase.pipeline.events import EventBase
-    from logphase.pipeline.report import Report
-    from logphase.servers.names import Server
+    from logphase.reporting.report import Report
+    from logphase.vocabulary.events import EventBase
+    from logphase.vocabulary.servers import Server
 
 
 class InputError(LogphaseError):
@@ -26,7 +26,7 @@ class InputError(LogphaseError):
 
 
 def parse_expect(items: Sequence[str]) -> dict[str, str]:
-    from logphase.pipeline.report import normalize_expect
+    from logphase.reporting.report import normalize_expect
 
     pairs: dict[str, str] = {}
     for item in items:
@@ -40,7 +40,7 @@ def parse_expect(items: Sequence[str]) -> dict[str, str]:
 def check_since(value: str | None) -> None:
     if value is None:
         return
-    from logphase.pipeline.engine import normalize_time
+    from logphase.engine.engine import normalize_time
 
     try:
         normalize_time(value)
@@ -53,7 +53,7 @@ def open_input(name: str) -> tuple[BinaryIO, str]:
     bz2, xz, zstd); every failure, and an input that is empty or no text, is an InputError."""
     collector.reading()  # the command has started: what it built lives to the end
     handle, source = _open_raw(name)
-    from logphase.faces.sniff import NotALog, log_stream
+    from logphase.reading.sniff import NotALog, log_stream
 
     try:
         return log_stream(handle, source), source
@@ -87,8 +87,8 @@ def _open_raw(name: str) -> tuple[BinaryIO, str]:
 def read_head(handle: BinaryIO, source: str) -> tuple[Saved | None, bytes]:
     """The first block of the input, or the saved report the input is (see logphase.faces.loading):
     one log's, or a merged one."""
+    from logphase.engine.engine import BLOCK_SIZE
     from logphase.faces.loading import NotAReport, saved_report
-    from logphase.pipeline.engine import BLOCK_SIZE
 
     try:
         first = handle.read(BLOCK_SIZE)
@@ -111,7 +111,7 @@ def feed_all(
 ) -> None:
     """Feed a whole input (``head``, already read from it, first) to the engine in large blocks,
     finish it and close the input; a read error is an InputError."""
-    from logphase.pipeline.engine import read_all
+    from logphase.engine.engine import read_all
 
     def read(size: int) -> bytes:
         try:
@@ -131,7 +131,7 @@ def read_input(
     """The report on a log, or the saved report, given by name (- for stdin). ``server``: --server,
     the server every run of a log is; the year of stamps that print none: the file's time, or today."""
     from logphase.faces.loading import NotAReport, read_report
-    from logphase.pipeline.clock import input_year_hint
+    from logphase.reading.clock import input_year_hint
 
     handle, source = open_input(name)
     try:
@@ -149,9 +149,9 @@ def read_startups(name: str, since: str | None = None, server: Server | None = N
     """The startups an input describes: a log's last run, a saved report, or each server of a saved
     merged report (prefill, decode, router: `check` checks each; nodes of one server are one).
     ``server``: --server, the server every run of a log is."""
-    from logphase.pipeline.clock import input_year_hint
-    from logphase.pipeline.engine import Engine
-    from logphase.pipeline.merge import MergedReport
+    from logphase.engine.engine import Engine
+    from logphase.reading.clock import input_year_hint
+    from logphase.reporting.merge import MergedReport
 
     handle, source = open_input(name)
     saved, head = read_head(handle, source)

@@ -19,14 +19,14 @@ from typing import TYPE_CHECKING, BinaryIO, TypeAlias
 import orjson
 from pydantic import BaseModel, ValidationError
 
-from logphase.errors import LogphaseError
-from logphase.pipeline.phases import PHASE_ORDER
-from logphase.pipeline.report import SCHEMA_VERSION, Report
+from logphase.reporting.report import SCHEMA_VERSION, Report
+from logphase.vocabulary.errors import LogphaseError
+from logphase.vocabulary.phases import PHASE_ORDER
 
 if TYPE_CHECKING:
-    from logphase.pipeline.clock import YearHint
-    from logphase.pipeline.merge import MergedReport
-    from logphase.servers.names import Server
+    from logphase.reading.clock import YearHint
+    from logphase.reporting.merge import MergedReport
+    from logphase.vocabulary.servers import Server
 
 # what a saved JSON document holds: one log's report, or the merged report of a deployment
 Saved: TypeAlias = "Report | MergedReport"
@@ -92,7 +92,7 @@ def report_from_json(data: bytes, source: str) -> Saved:
         raise NotAReport(f"{source}: not a valid logphase report: {absurd[0]}: {absurd[1]!r} is no value a log gives")
     model: type[BaseModel] = Report
     if "servers" in value and "nodes" in value:
-        from logphase.pipeline.merge import MergedReport
+        from logphase.reporting.merge import MergedReport
 
         model = MergedReport
     try:
@@ -180,7 +180,7 @@ def read_report(
     """The report on a log read from ``handle`` (streamed, in blocks), or the saved report it is.
     NotAReport for JSON that is not a readable report; OSError for a failed read. ``since`` and
     ``expect`` apply to logs only."""
-    from logphase.pipeline.engine import BLOCK_SIZE, parse_stream
+    from logphase.engine.engine import BLOCK_SIZE, parse_stream
 
     report, head = saved_report(handle, handle.read(BLOCK_SIZE), source)
     if report is not None:

@@ -9,9 +9,9 @@ from logphase.faces.batch import read_many
 from logphase.faces.inputs import InputError
 from logphase.faces.text import render_text
 from logphase.faces.wording import fmt_duration, headline
-from logphase.pipeline.merge import MergedReport, ServerView, is_router_log, merge, router_report
-from logphase.pipeline.report import Report
-from logphase.servers.names import Server
+from logphase.reporting.merge import MergedReport, ServerView, is_router_log, merge, router_report
+from logphase.reporting.report import Report
+from logphase.vocabulary.servers import Server
 
 # a router prints its first lines at once; how much of a log is read to tell whether it is one
 ROUTER_HEAD_BYTES = 64 * 1024

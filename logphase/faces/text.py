@@ -7,9 +7,9 @@ from collections.abc import Callable, Mapping
 from typing import IO
 
 from logphase.faces.wording import clip, first_line, fmt_duration, headline, plural, server_label
-from logphase.pipeline.detect import summary_setting
-from logphase.pipeline.report import FailureReport, LinesReport, PhaseReport, RankSpan, Report, StepReport, UnaccountedReport
-from logphase.pipeline.runs import seconds_between
+from logphase.folding.runs import seconds_between
+from logphase.recognising.detect import summary_setting
+from logphase.reporting.report import FailureReport, LinesReport, PhaseReport, RankSpan, Report, StepReport, UnaccountedReport
 
 # ANSI SGR codes; used only on a terminal, and never with NO_COLOR set (https://no-color.org)
 _STYLES = {"ready": "1;32", "failed": "1;31", "starting": "1;33", "cause": "31", "warning": "33", "dim": "2", "bold": "1"}

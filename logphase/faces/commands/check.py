@@ -25,8 +25,8 @@ HELP = "check a log against expectations (outcome, cause, durations, settings, m
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from logphase.pipeline.causes import Cause
-    from logphase.pipeline.phases import PHASE_ORDER
+    from logphase.vocabulary.causes import Cause
+    from logphase.vocabulary.phases import PHASE_ORDER
 
     p.add_argument(
         "files",

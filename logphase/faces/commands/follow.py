@@ -29,12 +29,12 @@ from typing import TYPE_CHECKING
 from logphase.faces.exit_codes import EXIT_INTERRUPTED, EXIT_TIMEOUT, OUTCOME_EXIT
 from logphase.faces.inputs import InputError, check_since, parse_expect
 from logphase.faces.options import add_color, add_expect_since, add_merge, add_server
-from logphase.pipeline.phases import Phase
+from logphase.vocabulary.phases import Phase
 
 if TYPE_CHECKING:
-    from logphase.faces.follow import Follower, FollowOptions
-    from logphase.faces.follow_records import FollowRecord
-    from logphase.pipeline.report import Report
+    from logphase.faces.live.follow import Follower, FollowOptions
+    from logphase.faces.live.follow_records import FollowRecord
+    from logphase.reporting.report import Report
 
 NAME = "follow"
 HELP = "follow a log live; stop when ready, failed or at --until"
@@ -111,13 +111,13 @@ def run(args: argparse.Namespace) -> int:
     if args.metrics_port is not None:
         _serve_metrics(args, current)
     if args.file != "-":
-        from logphase.faces.follow import follow_file
+        from logphase.faces.live.follow import follow_file
 
         if os.path.isdir(args.file):
             raise InputError(f"{args.file}: is a directory, give a log file")
         records = follow_file(args.file, options, on_follower=current.append)
     else:
-        from logphase.faces.follow import follow_stream
+        from logphase.faces.live.follow import follow_stream
 
         records = follow_stream(sys.stdin.buffer, options, on_follower=current.append, check_head=refuse_stream_head)
     return _print_records(args, records, current)
@@ -125,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
 
 def follow_options(args: argparse.Namespace) -> FollowOptions:
     """The options of a follow, checked (a bad one is an InputError)."""
-    from logphase.faces.follow import FollowOptions
+    from logphase.faces.live.follow import FollowOptions
 
     check_since(args.since)
     if args.timeout is not None and args.timeout <= 0:
@@ -146,7 +146,7 @@ def follow_options(args: argparse.Namespace) -> FollowOptions:
 
 def _serve_metrics(args: argparse.Namespace, current: list[Follower]) -> None:
     """Prometheus metrics of the follower in use (the latest: a replaced file gets a new one)."""
-    from logphase.faces.metrics import serve
+    from logphase.faces.live.metrics import serve
 
     def latest() -> tuple[Report | None, float | None]:
         return (current[-1].report, current[-1].last_input) if current else (None, None)
@@ -158,7 +158,7 @@ def _serve_metrics(args: argparse.Namespace, current: list[Follower]) -> None:
 
 def _print_records(args: argparse.Namespace, records: Iterable[FollowRecord], current: list[Follower]) -> int:
     """Prints each record as it comes; returns the exit code (the summary's, or the timeout's)."""
-    from logphase.faces.follow_records import SummaryRecord, TimeoutRecord
+    from logphase.faces.live.follow_records import SummaryRecord, TimeoutRecord
 
     write = _record_writer(args, current)
     code = OUTCOME_EXIT["starting"]
@@ -188,7 +188,7 @@ def _record_writer(args: argparse.Namespace, current: list[Follower]) -> Callabl
     """How a record is printed: a JSON line, or a line of text (the summary as parse's report)."""
     import orjson
 
-    from logphase.faces.follow_records import SummaryRecord, TimeoutRecord, human_line
+    from logphase.faces.live.follow_records import SummaryRecord, TimeoutRecord, human_line
     from logphase.faces.text import render_text, use_color
 
     out = sys.stdout.buffer
@@ -214,7 +214,7 @@ def refuse_what_is_no_log(name: str) -> None:
     """A file that is there and is no log text (binary, an image, an executable) or a compressed
     one (a finished, rotated log: parse reads it) is refused in one line, as parse refuses it. An
     empty or missing file is waited for: the server has not written yet."""
-    from logphase.faces.sniff import NotALog, compression_of, refuse_binary
+    from logphase.reading.sniff import NotALog, compression_of, refuse_binary
 
     try:
         if not stat.S_ISREG(os.stat(name).st_mode):
@@ -235,7 +235,7 @@ def refuse_what_is_no_log(name: str) -> None:
 def refuse_stream_head(head: bytes, whole: bool) -> None:
     """A pipe whose first bytes are compressed or no log text is refused in one line, as a file is
     (``whole``: the pipe held no more; otherwise its last bytes may cut a character in two)."""
-    from logphase.faces.sniff import NotALog, compression_of, refuse_binary
+    from logphase.reading.sniff import NotALog, compression_of, refuse_binary
 
     kind = compression_of(head)
     if kind is not None:

@@ -17,12 +17,12 @@ import threading
 import time
 
 from logphase.faces.exit_codes import EXIT_INTERRUPTED, EXIT_TIMEOUT, OUTCOME_EXIT
-from logphase.faces.follow import Follower, FollowOptions, follow_file
-from logphase.faces.follow_records import FollowRecord, OutcomeRecord, SummaryRecord, TimeoutRecord, human_line
 from logphase.faces.inputs import InputError
+from logphase.faces.live.follow import Follower, FollowOptions, follow_file
+from logphase.faces.live.follow_records import FollowRecord, OutcomeRecord, SummaryRecord, TimeoutRecord, human_line
 from logphase.faces.merged import merge_logs, render_merged
-from logphase.pipeline.merge import MergedReport
-from logphase.pipeline.report import Report
+from logphase.reporting.merge import MergedReport
+from logphase.reporting.report import Report
 
 _DONE = object()
 # after a first failure, how long the other logs are read before the verdict
@@ -63,7 +63,7 @@ class _MergedFollow:
         for i in range(len(self.names)):
             threading.Thread(target=self._watch, args=(i,), daemon=True, name=f"follow {self.names[i]}").start()
         if self.args.metrics_port is not None:
-            from logphase.faces.metrics import serve
+            from logphase.faces.live.metrics import serve
 
             port = serve(self.args.metrics_port, self._latest, self.args.metrics_host)
             sys.stderr.write(f"logphase: serving metrics on port {port} (/metrics)\n")

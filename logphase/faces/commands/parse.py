@@ -13,10 +13,10 @@ from logphase.faces.inputs import InputError, check_since, feed_all, open_input,
 from logphase.faces.options import add_color, add_expect_since, add_jobs, add_merge, add_server
 
 if TYPE_CHECKING:
-    from logphase.pipeline.events import EventBase
-    from logphase.pipeline.lines import LogicalLine
-    from logphase.pipeline.merge import MergedReport
-    from logphase.pipeline.report import Report
+    from logphase.reading.lines import LogicalLine
+    from logphase.reporting.merge import MergedReport
+    from logphase.reporting.report import Report
+    from logphase.vocabulary.events import EventBase
 
 NAME = "parse"
 HELP = "read a whole log and report"
@@ -45,8 +45,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import orjson
 
-    from logphase.pipeline.clock import input_year_hint
-    from logphase.pipeline.engine import Engine
+    from logphase.engine.engine import Engine
+    from logphase.reading.clock import input_year_hint
 
     expect = parse_expect(args.expect)
     check_since(args.since)
@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(
                 f"{source}: a saved report: --run, --events, --unrecognized, --since, --expect and --server apply to logs"
             )
-        from logphase.pipeline.merge import MergedReport
+        from logphase.reporting.merge import MergedReport
 
         if isinstance(report, MergedReport):  # a saved `parse --merge --json`: printed as --merge prints it
             return _print_merged(report, args)

@@ -13,7 +13,7 @@ from logphase.faces.inputs import InputError, check_since, feed_all, open_input,
 from logphase.faces.options import add_expect_since, add_merge, add_server
 
 if TYPE_CHECKING:
-    from logphase.pipeline.merge import MergedReport
+    from logphase.reporting.merge import MergedReport
 
 NAME = "report"
 HELP = "draw the startup timeline as a self-contained HTML page (and SVG)"
@@ -37,10 +37,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from logphase.engine.engine import Engine
     from logphase.faces.timeline import render_html, render_svg
     from logphase.faces.wording import headline
-    from logphase.pipeline.clock import input_year_hint
-    from logphase.pipeline.engine import Engine
+    from logphase.reading.clock import input_year_hint
 
     expect = parse_expect(args.expect)
     check_since(args.since)
@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     handle, source = open_input(args.files[0])
     saved, head = read_head(handle, source)
     if saved is not None:
-        from logphase.pipeline.merge import MergedReport
+        from logphase.reporting.merge import MergedReport
 
         if args.run is not None or args.since or expect:
             raise InputError(f"{source}: a saved report: --run, --since and --expect apply to logs")

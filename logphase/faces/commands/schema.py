@@ -20,10 +20,10 @@ def run(args: argparse.Namespace) -> int:
     import orjson
     from pydantic import TypeAdapter
 
-    from logphase.faces.follow_records import FOLLOW_RECORD_ADAPTER
-    from logphase.pipeline.events import Event
-    from logphase.pipeline.merge import MergedReport
-    from logphase.pipeline.report import Report
+    from logphase.faces.live.follow_records import FOLLOW_RECORD_ADAPTER
+    from logphase.reporting.merge import MergedReport
+    from logphase.reporting.report import Report
+    from logphase.vocabulary.events import Event
 
     schema = {
         "report": Report.model_json_schema(),

@@ -11,9 +11,9 @@ from pydantic import BaseModel, Field
 from logphase.faces.oracle.compare import TOTAL, flat_config, phase_deltas
 from logphase.faces.oracle.expectations import Expectations
 from logphase.faces.wording import describe_failure, fmt_seconds, headline, number_text
-from logphase.pipeline.causes import Cause
-from logphase.pipeline.phases import PHASE_ORDER, Phase
-from logphase.pipeline.report import Outcome, PhaseReport, Report, values_match
+from logphase.reporting.report import Outcome, PhaseReport, Report, values_match
+from logphase.vocabulary.causes import Cause
+from logphase.vocabulary.phases import PHASE_ORDER, Phase
 
 CheckKind = Literal["outcome", "cause", "max", "max_total", "expect", "min_avail_mem", "baseline"]
 

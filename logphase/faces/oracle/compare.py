@@ -7,9 +7,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from logphase.faces.oracle.expectations import DEFAULT_SLACK_S, DEFAULT_TOLERANCE
-from logphase.pipeline.causes import Cause
-from logphase.pipeline.phases import PHASE_ORDER, Phase
-from logphase.pipeline.report import Outcome, Report
+from logphase.reporting.report import Outcome, Report
+from logphase.vocabulary.causes import Cause
+from logphase.vocabulary.phases import PHASE_ORDER, Phase
 
 OUTCOME_RANK: dict[str, int] = {"failed": 0, "starting": 1, "ready": 2}
 TOTAL = "total"

@@ -8,10 +8,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
-from logphase.errors import LogphaseError
-from logphase.pipeline.causes import Cause
-from logphase.pipeline.phases import PHASE_ORDER, Phase
-from logphase.pipeline.report import Report, normalize_expect
+from logphase.reporting.report import Report, normalize_expect
+from logphase.vocabulary.causes import Cause
+from logphase.vocabulary.errors import LogphaseError
+from logphase.vocabulary.phases import PHASE_ORDER, Phase
 
 DEFAULT_TOLERANCE = 0.2
 # SGLang stamps its lines to the second: a phase of 2 s that takes 3 s is rounding, not a

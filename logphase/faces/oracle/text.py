@@ -8,7 +8,7 @@ from typing import Any
 from logphase.faces.oracle.check import CheckResult
 from logphase.faces.oracle.compare import Comparison
 from logphase.faces.wording import fmt_seconds, headline, number_text, plural
-from logphase.pipeline.report import Report
+from logphase.reporting.report import Report
 
 
 def render_check(result: CheckResult, report: Report | None = None, verbose: bool = False) -> str:

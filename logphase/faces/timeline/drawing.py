@@ -30,8 +30,8 @@ from logphase.faces.timeline.style import (
     text_width,
 )
 from logphase.faces.wording import fmt_duration
-from logphase.pipeline.phases import Phase
-from logphase.pipeline.report import LOW_CAPTURE_MEMORY_GB, rank_sort_key
+from logphase.reporting.report import LOW_CAPTURE_MEMORY_GB, rank_sort_key
+from logphase.vocabulary.phases import Phase
 
 
 class Svg:

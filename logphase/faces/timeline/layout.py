@@ -12,8 +12,8 @@ from typing import Any
 
 from logphase.faces.timeline.style import LANE_H, MAX_RANK_ROWS, MAX_ROWS, ROW_H, compress_ranks, parse_ts
 from logphase.faces.wording import fmt_duration
-from logphase.pipeline.phases import Phase
-from logphase.pipeline.report import FailureReport, PhaseReport, Report, UnaccountedReport, rank_sort_key, resolve_rank
+from logphase.reporting.report import FailureReport, PhaseReport, Report, UnaccountedReport, rank_sort_key, resolve_rank
+from logphase.vocabulary.phases import Phase
 
 # -- the model of the picture ----------------------------------------------------------------------
 

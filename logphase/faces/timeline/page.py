@@ -25,8 +25,8 @@ from logphase.faces.timeline.style import (
     text_width,
 )
 from logphase.faces.wording import clip, clock_time, fmt_duration, headline, plural
-from logphase.pipeline.phases import PHASE_ORDER, Phase
-from logphase.pipeline.report import FailureReport, PhaseReport, Report
+from logphase.reporting.report import FailureReport, PhaseReport, Report
+from logphase.vocabulary.phases import PHASE_ORDER, Phase
 
 # -- the text around the chart ---------------------------------------------------------------------
 

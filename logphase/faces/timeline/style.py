@@ -6,8 +6,8 @@ import html
 import re
 from datetime import datetime
 
-from logphase.pipeline.phases import Phase
-from logphase.pipeline.report import CONFIG_KEYS
+from logphase.reporting.report import CONFIG_KEYS
+from logphase.vocabulary.phases import Phase
 
 # above this many ranks, rows are grouped (identical phases) or summarised (min / median / max)
 MAX_RANK_ROWS = 16

@@ -1,0 +1,173 @@
+"""What one pack of knowledge is: the row types every pack fills, and the ``Pack`` that holds them.
+
+A pack is data only: the grammars it brings (by file stem, in ``grammars/<pack>/``), its message
+rows (what event each message becomes and which phase it is evidence of), its failure signatures
+(what an error's text means: cause, role, the phase it names, a hint), its function -> phase table
+for traceback frames, and its hint rows (what to change, by cause and phase). The stages' readers
+(``recognising/messages.py``, ``diagnosing/cause_table.py``, ``diagnosing/functions.py``,
+``diagnosing/hints.py``) combine every pack of the registry (``logphase/packs/__init__.py``); they hold
+no server's text themselves.
+
+Every message row and every signature row has its example lines in its grammar, next to its rule
+(``//: <line>`` comments, read by ``grammars.examples``): message text lives in ``grammars/`` only.
+``tests/test_packs.py`` parses each example back to its row (rule, event, evidence, cause).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal, NamedTuple
+
+from logphase.vocabulary.causes import Cause, SignatureRole
+from logphase.vocabulary.phases import MarkerRole, Phase, Transition
+
+if TYPE_CHECKING:  # the row types stay light: `logphase --help` reads the Cause vocabulary only
+    from logphase.packs.builders import Builder
+
+
+@dataclass(frozen=True)
+class Signature:
+    """One row of the cause table: a rule of a pack's error grammar and what its text means."""
+
+    rule: str  # the rule of an error grammar (grammars/*/..._errors.lark, grammars/shared/errors.lark)
+    cause: Cause | None  # None for wrappers: the quoted error's cause
+    role: SignatureRole
+    phase: Phase | None = None  # the phase the error itself names, whatever the markers say
+    hint: str | None = None  # advice for this error in particular (else the cause's, by phase)
+    # where the row stands among every pack's rows: the first row whose phrases occur decides, so
+    # echoes come first, then wrappers, then root causes from the most specific to the most general
+    rank: int = 0
+
+
+class ByLine(NamedTuple):
+    """Evidence that depends on what the line says: the name of a chooser of ``recognising/messages.py``
+    (``bar``, ``access``, ``batch``, ``warning``, ``note``: the catalogue's note for the whole
+    message), which reads the event and every pack's data."""
+
+    chooser: str
+
+
+Stream = Literal["stdout", "stderr"]
+
+
+class Step(NamedTuple):
+    """A duration the server measures and prints itself (vLLM's 'Model loading took ... seconds'),
+    more precise than its stamps (whole seconds): a sub-step of the report's phase, in the event's
+    ``elapsed_s``."""
+
+    name: str  # what was measured, as the report names it
+    phase: Phase  # the phase it is part of (the first one, for a step over several)
+    through: Phase | None = None  # the last phase it covers, when it covers more than ``phase``
+    whole: bool = False  # it measures the whole phase: the phase's duration is the server's measure
+
+
+@dataclass(frozen=True)
+class Message:
+    """One message a grammar recognises: the event it becomes and the phase it is evidence of."""
+
+    grammar: str
+    build: Builder | None  # None: a multi-line record's line, assembled by records.py
+    evidence: Transition | ByLine | None = None
+    # printed by the scheduler processes: a single-GPU server prints them without a rank tag, and
+    # they are then TP0's
+    scheduler: bool = False
+    stream: Stream | None = "stderr"  # where its writer writes; None: either (a shell's, a launcher's)
+    cause: Cause | None = None  # the cause a one-line error states (the row's event is an error line)
+    # looked for further in a line too (behind an envelope logphase does not know); False for a
+    # message whose head is common words ('Route: ', 'Request x failed'): known only at a line's start
+    anywhere: bool = True
+    step: Step | None = None  # the line prints how long this step took (its event's elapsed_s)
+
+
+class ServerFunction(NamedTuple):
+    name: str  # the function as a frame prints it ('load_model', '__init__', '<module>')
+    phase: Phase
+    file: str | None = None  # only in this file (basename): for generic names
+    cls: str | None = None  # for a constructor (__init__): its class, as a statement calls it
+    # the function runs this phase and the ones after it (ModelRunner.initialize loads the weights,
+    # then makes the pools and the graphs): a frame in it is only a lower bound of the phase
+    onward: bool = False
+    # mined from the releases' call graphs (grammars/sglang/functions.json), not read by hand: a
+    # frame of a hand row decides before any mined one (a mined row may be a helper of every phase)
+    mined: bool = False
+    # a library's function the server calls in one phase (torch.distributed's init_process_group):
+    # the installed package it is in ('torch'); a row for any file names a server's function only,
+    # and a frame of an installed library is evidence only by such a row (or one naming its file)
+    library: str | None = None
+
+
+@dataclass(frozen=True)
+class Hint:
+    """What to change for a cause: ``text`` is a ``str.format`` template over the values
+    ``diagnosing/hints.py`` reads from the log (``{mfs_text}``, ``{phase}`` ...)."""
+
+    cause: Cause
+    text: str
+    phases: frozenset[Phase | None] | frozenset[Phase] | None = None  # None: any phase (and none)
+    needs: tuple[str, ...] = ()  # values the row needs (it is skipped without them)
+
+
+@dataclass(frozen=True)
+class Pack:
+    """Everything logphase knows about one server, or one vocabulary servers share."""
+
+    name: str  # its folder under grammars/ and its module under logphase/packs/
+    display_name: str
+    grammars: tuple[str, ...]  # the message grammars it brings (file stems), in dispatch order
+    server: bool = True  # a server's pack (its messages are looked for anywhere in a line), or the shared one
+    record_grammars: tuple[str, ...] = ()  # grammars of multi-line records' lines (records.py assembles them)
+    error_grammars: tuple[str, ...] = ()  # grammars of error phrases, read by the cause table
+    messages: Mapping[str, Message] = field(default_factory=dict)
+    signatures: tuple[Signature, ...] = ()
+    functions: tuple[ServerFunction, ...] = ()
+    hints: tuple[Hint, ...] = ()
+    # the server's config keys the hints quote (hint value -> key of the server's arguments)
+    hint_settings: Mapping[str, str] = field(default_factory=dict)
+    # the settings a summary shows (the text's model line, the metrics' labels), by logphase's names
+    # (model, tp, dp, ep, pp; memory: the share of GPU memory the server takes) -> the server's keys
+    summary_settings: Mapping[str, str] = field(default_factory=dict)
+    # keys only this server's configuration dump has: a run whose dump holds one gets its advice
+    config_marks: tuple[str, ...] = ()
+    # the messages only this server prints, at a run's start: a run that prints one is this server's
+    start_rules: tuple[str, ...] = ()
+    # other messages only this server prints (never another server that reuses its code): a window
+    # that starts after the start lines is known by them
+    own_rules: tuple[str, ...] = ()
+    # what another pack's message means in a run of this server (uvicorn's start-up is vLLM's ready)
+    meanings: Mapping[str, Transition] = field(default_factory=dict)
+    # the programs that launch the server: their own Python warnings are launch evidence
+    launchers: tuple[str, ...] = ()
+    # what the server's warmup asks first (an HTTP path prefix): warmup evidence, not serving
+    warmup_paths: tuple[str, ...] = ()
+    # a traceback's frames (regular expressions over a frame's path): the server's own code, and a
+    # test harness's (a harness's failure is not the server's)
+    server_paths: tuple[str, ...] = ()
+    harness_paths: tuple[str, ...] = ()
+    # the server's start-up code (regular expressions over a frame's path) whose own raise and assert
+    # statements are its checks: an exception raised there, which no signature reads, is a failed
+    # check of the configuration or of the environment (diagnosing/diagnosis.py's Check), not a bare exception
+    check_paths: tuple[str, ...] = ()
+    # an HTTP server's request handling (regular expressions over a frame's path): a traceback
+    # through it once the server is up is one request's failure (a 500), and the server serves on
+    request_paths: tuple[str, ...] = ()
+    # what the server logs before the traceback of a process that dies from it (regular expressions
+    # over the header), and the same when the input ends inside the header ('... hit an exception: Tra')
+    fatal_headers: tuple[str, ...] = ()
+    cut_headers: tuple[str, ...] = ()
+    # the start-up messages of its releases that no grammar rule reads (a JSON file in its grammar
+    # folder, generated from its catalogue): recognising/notes.py reads them as weak phase evidence
+    notes: str | None = None
+
+
+# -- transitions the rows of several packs use ------------------------------------------------------
+
+D, W, M, C = Phase.DISTRIBUTED_INIT, Phase.WEIGHT_LOADING, Phase.MEMORY_POOL, Phase.CUDA_GRAPH_CAPTURE
+BEGIN, EVIDENCE, WEAK, END = MarkerRole.BEGIN, MarkerRole.EVIDENCE, MarkerRole.WEAK, MarkerRole.END
+CLOSE = Transition(None, MarkerRole.CLOSE)
+HTTP_UP = Transition(Phase.WARMUP, MarkerRole.EVIDENCE, server_level=True)
+LAUNCH_NOTE = Transition(Phase.LAUNCH, MarkerRole.EVIDENCE, server_level=True)
+
+
+def t(phase: Phase, role: MarkerRole, server_level: bool = False) -> Transition:
+    return Transition(phase, role, server_level)

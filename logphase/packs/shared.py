@@ -1,0 +1,286 @@
+"""The shared pack: what every server's log holds besides the server's own lines (PyTorch and
+torch.distributed, NCCL, Gloo, tqdm bars, uvicorn, the interpreter, shells and launchers, Python
+tracebacks), and the failure phrases of those libraries. Grammars: ``grammars/shared/``.
+"""
+
+from __future__ import annotations
+
+from logphase.packs import builders as b
+from logphase.packs.rows import HTTP_UP, LAUNCH_NOTE, WEAK, ByLine, D, Hint, Message, Pack, Signature, t
+from logphase.vocabulary.causes import Cause, SignatureRole
+from logphase.vocabulary.phases import Phase
+
+_ROOT, _ECHO, _WRAP = SignatureRole.ROOT, SignatureRole.ECHO, SignatureRole.WRAPPER
+_SERVING = frozenset({Phase.READY, Phase.WARMUP})
+
+# the advice for a crash in native code: the hint of its signature and of its cause once a crash is known
+NATIVE_CRASH_HINT = (
+    "A process crashed in native code (abort or segfault): the lines just above it name the library "
+    "(CUDA/HIP, NCCL, a kernel); update drivers or the failing kernel's package, or report it upstream."
+)
+
+_MESSAGES: dict[str, Message] = {
+    # gloo.lark (stdout: Gloo's connection lines, format A)
+    "gloo_connected": Message(
+        "gloo",
+        b.gloo,
+        t(D, WEAK),
+        stream="stdout",
+    ),
+    "gloo_not_connected": Message("gloo", b.gloo_not_connected, t(D, WEAK), stream="stdout"),
+    "gloo_info": Message(
+        "gloo",
+        b.gloo,
+        t(D, WEAK),
+        stream="stdout",
+    ),
+    # nccl.lark (stdout: NCCL's debug output)
+    "nccl_info": Message("nccl", b.nccl("INFO"), t(D, WEAK), stream="stdout"),
+    "nccl_warn": Message(
+        "nccl",
+        b.nccl("WARN"),
+        t(D, WEAK),
+        stream="stdout",
+    ),
+    "nccl_trace": Message(
+        "nccl",
+        b.nccl("TRACE"),
+        stream="stdout",
+    ),
+    "nccl_bare_version": Message("nccl", b.nccl("VERSION"), stream="stdout"),
+    # torch.lark
+    "elastic_failed": Message(
+        "torch",
+        b.torch_child("elastic_failed"),
+    ),
+    "closing_signal": Message(
+        "torch",
+        b.torch_child("closing_signal"),
+    ),
+    "pg_not_destroyed": Message(
+        "torch",
+        b.torch_child("pg_not_destroyed"),
+    ),
+    "collective_timeout": Message(
+        "torch",
+        b.distributed("collective_timeout"),
+    ),
+    "nccl_aborting": Message(
+        "torch",
+        b.distributed("nccl_abort"),
+    ),
+    "store_timeout": Message(
+        "torch",
+        b.distributed("store_timeout"),
+    ),
+    "socket_failure": Message(
+        "torch",
+        b.distributed("socket_failure"),
+    ),
+    "torch_other": Message("torch", b.torch_other),
+    # tqdm.lark: the bar's description decides what it is evidence of (weights, capture, or nothing)
+    "progress_bar": Message(
+        "tqdm",
+        b.progress_bar,
+        ByLine("bar"),
+    ),
+    # http.lark
+    "http_started": Message("http", b.http_state("started"), HTTP_UP),
+    "http_waiting": Message("http", b.http_state("waiting"), HTTP_UP),
+    "http_startup_complete": Message("http", b.http_state("startup_complete"), HTTP_UP),
+    "http_running": Message("http", b.http_state("running"), HTTP_UP),
+    "http_access": Message(
+        "http",
+        b.http_access,
+        ByLine("access"),
+        stream="stdout",
+    ),
+    "http_bind_failed": Message(
+        "http",
+        b.bind_failed,
+        cause=Cause.PORT_IN_USE,
+    ),
+    "http_startup_failed": Message("http", b.http_state("startup_failed")),
+    "http_shutdown": Message("http", b.http_state("shutdown")),
+    "http_other": Message("http", b.http_state("other")),
+    # process.lark
+    "python_warning": Message(
+        "process",
+        b.python_warning,
+        ByLine("warning"),
+    ),
+    "killed": Message("process", b.killed, stream=None),
+    "shell_signal": Message("process", b.process_error("shell"), stream=None),
+    "interpreter_error": Message(
+        "process",
+        b.process_error("interpreter", 1),
+        LAUNCH_NOTE,
+    ),
+    "argument_error": Message(
+        "process",
+        b.process_error("argparse", 2),
+        LAUNCH_NOTE,
+    ),
+    "launcher_exit": Message("process", b.process_error("launcher"), stream=None),
+    "runtime_abort": Message(
+        "process",
+        b.process_error("runtime"),
+    ),
+    # traceback.lark: the lines of a multi-line record (records.py assembles them)
+    "tb_header": Message("traceback", None),
+    "tb_thread_exception": Message("traceback", None),
+    "tb_fatal": Message("traceback", None),
+    "tb_thread_dump": Message("traceback", None),
+    "tb_extensions": Message("traceback", None),
+    "tb_frame": Message("traceback", None),
+    "tb_chain": Message("traceback", None),
+    "tb_terminate": Message("traceback", None),
+    "tb_what": Message("traceback", None),
+    "tb_cxx_origin": Message(
+        "traceback",
+        None,
+    ),
+    "tb_cxx_frame": Message("traceback", None),
+    "tb_exception": Message("traceback", None),
+}
+
+# Rows of the cause table; ``rank`` places them among the other packs' rows (causes.py sorts by it)
+_SIGNATURES: tuple[Signature, ...] = (
+    Signature("child_killed", Cause.KILLED, _ECHO, rank=20),
+    Signature("child_died", Cause.CHILD_PROCESS_FAILED, _ECHO, rank=30),
+    Signature(
+        "child_failed_error",
+        Cause.CHILD_PROCESS_FAILED,
+        _ECHO,
+        rank=60,
+    ),
+    Signature("sibling_terminated", Cause.CHILD_PROCESS_FAILED, _ECHO, rank=70),
+    Signature("peer_gone", Cause.NCCL_ERROR, _ECHO, rank=80),
+    Signature("harness_exit", Cause.CHILD_PROCESS_FAILED, _ECHO, rank=90),
+    Signature(
+        "exit_cleanup",
+        Cause.KILLED,
+        SignatureRole.EXIT,
+        rank=110,
+    ),
+    Signature("actor_wrapper", None, _WRAP, rank=140),
+    Signature(
+        "worker_wrapper",
+        None,
+        _WRAP,
+        rank=150,
+    ),
+    Signature(
+        "lazy_cuda_wrapper",
+        None,
+        _WRAP,
+        rank=160,
+    ),
+    Signature(
+        "spawn_wrapper",
+        None,
+        _WRAP,
+        rank=180,
+    ),
+    Signature("device_oom", Cause.CUDA_OOM, _ROOT, rank=210),
+    Signature(
+        "request_failed",
+        Cause.PYTHON_EXCEPTION,
+        _ROOT,
+        hint="An HTTP request to the server got no answer (refused or timed out): if it was the warmup request, "
+        "the scheduler hung or died first; look for its error above, or for a stuck phase.",
+        rank=220,
+    ),
+    Signature(
+        "distributed_timeout",
+        Cause.DISTRIBUTED_TIMEOUT,
+        _ROOT,
+        rank=230,
+    ),
+    Signature(
+        "port_in_use",
+        Cause.PORT_IN_USE,
+        _ROOT,
+        rank=240,
+    ),
+    Signature(
+        "no_network_interface",
+        Cause.NCCL_ERROR,
+        _ROOT,
+        hint="NCCL/Gloo found no usable network interface: set NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME to the "
+        "interface that reaches the other nodes (ip -br addr), or check the container's network mode.",
+        rank=260,
+    ),
+    Signature(
+        "comm_error",
+        Cause.NCCL_ERROR,
+        _ROOT,
+        rank=270,
+    ),
+    # imports are often lazy (a quantization kernel inside load_model): the frames say where
+    Signature("import_failure", Cause.IMPORT_ERROR, _ROOT, rank=280),
+    Signature(
+        "model_files",
+        Cause.MODEL_LOAD_ERROR,
+        _ROOT,
+        rank=300,
+    ),
+    Signature(
+        "model_unsupported",
+        Cause.MODEL_LOAD_ERROR,
+        _ROOT,
+        rank=310,
+    ),
+    Signature(
+        "gpu_unavailable",
+        Cause.PYTHON_EXCEPTION,
+        _ROOT,
+        hint="The process found no usable GPU: check the driver (nvidia-smi), that the container was started with "
+        "GPU access (--gpus all, the device plugin's resource request), CUDA_VISIBLE_DEVICES, and that the "
+        "driver is new enough for this PyTorch's CUDA (fabric manager on NVSwitch systems).",
+        rank=330,
+    ),
+    Signature("native_crash", Cause.PYTHON_EXCEPTION, _ROOT, hint=NATIVE_CRASH_HINT, rank=360),
+)
+
+_HINTS: tuple[Hint, ...] = (
+    Hint(
+        Cause.KILLED,
+        "A process was killed{where} (SIGKILL, or the process tree vanished without an error): usually the "
+        "kernel OOM killer or a container memory limit; check `dmesg -T | grep -i -e oom -e killed`, host RAM "
+        "and the container's limits, and whether a harness timeout stopped the server.",
+    ),
+    Hint(
+        Cause.CHILD_PROCESS_FAILED,
+        "A child process died without an error in this log: make sure stderr is captured too (2>&1), "
+        "then check `dmesg -T` for kills and segfaults.",
+    ),
+    Hint(Cause.PYTHON_EXCEPTION, NATIVE_CRASH_HINT, needs=("native_crash",)),
+    Hint(
+        Cause.PYTHON_EXCEPTION,
+        "An uncaught Python exception{where}: read the traceback at the line given; it is the first failure in time.",
+    ),
+    Hint(
+        Cause.UNKNOWN,
+        "The server failed{where} but this log does not hold the error (a traceback or dump cut short, or "
+        "a window that misses it): read the full log or the process's stderr (2>&1), and `dmesg -T` for "
+        "kills and segfaults.",
+    ),
+)
+
+PACK = Pack(
+    name="shared",
+    display_name="shared vocabularies (PyTorch, NCCL, Gloo, tqdm, uvicorn, interpreter, tracebacks)",
+    grammars=("http", "nccl", "gloo", "torch", "process", "tqdm"),
+    server=False,
+    record_grammars=("traceback",),
+    error_grammars=("errors",),
+    messages=_MESSAGES,
+    signatures=_SIGNATURES,
+    hints=_HINTS,
+    # PyTorch's, transformers' (and, until its pack, vLLM's) code runs the server's work
+    server_paths=(r"/torch/", r"/transformers/", r"/vllm/"),
+    harness_paths=(r"unittest/", r"/_pytest/", r"pytest", r"/test_[^/]*\.py$", r"/tests?/"),
+    # uvicorn runs each request in run_asgi: "Exception in ASGI application" and its traceback
+    request_paths=(r"/uvicorn/protocols/",),
+)

@@ -1,0 +1,146 @@
+"""Which server a run is, and its version: read from the server's own start lines, never from a
+stray line (SGLang imports vLLM's kernels and prints vLLM's platform line with vLLM's logger prefix;
+SGLang 0.2-0.3 prints through vLLM's logger). A run of SGLang shows SGLang's own prefix; a run of
+vLLM shows one of vLLM's start lines (its API server's version line, an engine's initialisation
+line, a headless node's launch line) or the prefix of one of vLLM's processes (a window that starts
+after the launch). A start line of another server than the run's starts a run
+of its own; a server's first line printed again (``begins``) after the run went on is a relaunch.
+
+The start lines are rules of the servers' grammars (``grammars/<pack>/``), listed in ``STARTS`` by
+rule name; the version is their ``version`` sub-rule.
+
+This module is the one place that decides which server a run is: the machine asks it for a line's
+start (``server_start``), for a line that only one server prints when no start was seen
+(``server_of_rule``), for the server whose stamped prefix the bulk path reads (``STAMPED_SERVER``),
+the report for the run's server in the end (``run_server``), and the advice, when no line said,
+by the run's configuration dump (``server_of_config``); a summary reads a run's settings with its
+server's keys (``summary_setting``).
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from typing import Any, NamedTuple
+
+from logphase.packs import PACKS, kept_regex
+from logphase.packs.grammars import first_terminals, parse, terminal_pattern
+from logphase.reading.envelope import Envelope
+from logphase.vocabulary.servers import SERVERS, Server
+
+# the server whose own prefix is envelope.lark's stamped one ("[2026-05-09 09:20:26 TP0] "): SGLang's
+STAMPED_SERVER: Server = "sglang"
+# the server whose child processes print envelope.lark's process prefixes ("(EngineCore_DP0 pid=N) ")
+PROCESS_PREFIX_SERVER: Server = "vllm"
+
+
+class StartRule(NamedTuple):
+    server: Server
+    grammar: str
+    rule: str
+    begins: bool  # the first line a launch prints (a second one after the run went on: a relaunch)
+
+
+# vLLM: "vLLM API server version X" (0.5-0.11), "vLLM server version X, serving model M" (newest),
+# the newest's logo line with the version, "Initializing a V1 LLM engine (vX) ..." (every release; the
+# first line of a run without a front end: the offline LLM class), a headless worker node's launch line
+STARTS: tuple[StartRule, ...] = (
+    StartRule("vllm", "vllm", "api_server_version", True),
+    StartRule("vllm", "vllm", "server_version", True),
+    StartRule("vllm", "vllm", "version_logo", False),
+    StartRule("vllm", "vllm", "engine_init", False),
+    StartRule("vllm", "vllm", "headless_launch", True),
+)
+
+
+class Start(NamedTuple):
+    """A line that says which server runs: the server, its version when printed, whether it is the
+    first line of a launch."""
+
+    server: Server
+    version: str | None = None
+    begins: bool = False
+
+
+@cache
+def _heads() -> tuple[re.Pattern[str], dict[str, StartRule]]:
+    """One pattern for what a start line begins with (one group per grammar), and the rows by rule."""
+    by_grammar: dict[str, list[str]] = {}
+    for row in STARTS:
+        heads = (terminal_pattern(row.grammar, t) for t in first_terminals(row.grammar, row.rule))
+        by_grammar.setdefault(row.grammar, []).extend(heads)
+    alternatives = "|".join(f"(?P<{g}>{'|'.join(f'(?:{p})' for p in ps)})" for g, ps in by_grammar.items())
+    return kept_regex.compile(alternatives), {row.rule: row for row in STARTS}
+
+
+def server_start(env: Envelope) -> Start | None:
+    """The start this line shows: SGLang's own prefix, a start line of a server's grammar, or a
+    vLLM process prefix."""
+    if env.stamped:
+        return Start(STAMPED_SERVER)
+    found = _start_line(env.message) if env.message else None
+    if found is None and env.process is not None:
+        return Start(PROCESS_PREFIX_SERVER)  # only vLLM's processes print these prefixes (envelope.lark's vllm_process)
+    return found
+
+
+# the server a message's rule shows, for the rules only that server prints: its start lines and its
+# own lines (never a stray line of it: SGLang's log holds some of vLLM's lines)
+SERVER_OF_RULE: dict[str, Server] = {
+    rule: server
+    for pack in PACKS
+    for server in SERVERS
+    if server == pack.name
+    for rule in (*pack.start_rules, *pack.own_rules)
+}
+
+
+def server_of_rule(rule: str | None) -> Server | None:
+    """The server a line of this rule can only be (a window that starts after the start lines)."""
+    return SERVER_OF_RULE.get(rule or "")
+
+
+# a run whose server is not known gets the first server's advice (the one logphase read first)
+DEFAULT_SERVER: Server = next(server for pack in PACKS for server in SERVERS if server == pack.name)
+
+
+def server_of_config(config: dict[str, Any]) -> Server:
+    """The server a run's configuration dump belongs to (for its advice when no line said): the first
+    pack one of whose own keys it holds; the first server's when none (or no dump)."""
+    marked = (s for pack in PACKS for s in SERVERS if s == pack.name and any(key in config for key in pack.config_marks))
+    return next(marked, DEFAULT_SERVER)
+
+
+def run_server(detected: Server | None, forced: Server | None, seen_stamped: bool) -> Server | None:
+    """The server a run is reported as: ``--server`` (``forced``) when given, else what its lines
+    showed (start lines, own lines), else the server of the stamped prefix when only its lines
+    the bulk path counts were seen, else unknown."""
+    if forced is not None:
+        return forced
+    if detected is not None:
+        return detected
+    return STAMPED_SERVER if seen_stamped else None
+
+
+def _start_line(text: str) -> Start | None:
+    heads, rows = _heads()
+    m = heads.match(text)
+    if m is None or m.lastgroup is None:
+        return None
+    parsed = parse(m.lastgroup, text.rstrip("\r"))
+    row = rows.get(parsed.rule) if parsed is not None else None
+    if parsed is None or row is None:
+        return None
+    return Start(row.server, parsed.value("version"), row.begins)
+
+
+def summary_setting(server: Server | None, config: dict[str, Any], name: str) -> tuple[str, Any] | None:
+    """(the server's key, its value) for a setting a summary shows by logphase's name ('model',
+    'tp', 'memory': see ``Pack.summary_settings``), read with the keys of the run's server, else of
+    the server its dump belongs to; None when the dump does not give it."""
+    wanted = server or server_of_config(config)
+    pack = next((p for p in PACKS if p.name == wanted), None)
+    key = pack.summary_settings.get(name) if pack is not None else None
+    if key is None or config.get(key) is None:
+        return None
+    return key, config[key]

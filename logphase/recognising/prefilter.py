@@ -1,0 +1,376 @@
+"""The block pre-filter: which lines of a block can carry an event at all.
+
+Every line that a grammar can turn into an event contains one of a set of literals, read off the
+grammars themselves: for each dispatch head, each SGLang head that is searched anywhere in a line,
+and each opener of a multi-line record, the literal strings one of which any match must contain
+(``Load weight begin.``, `` is reset to ``, ``Traceback (most recent call last):`` ...). A block is
+searched for all of them at once, in C (Hyperscan where it is installed, the optional extra
+``logphase[fast]``, else one compiled alternation: the same lines, slower); lines without any are
+counted in bulk. The few heads too short to have a useful literal (an NCCL host name, a glog level
+letter) are checked at the start of each line by the run regex instead (``weak_heads``). Nothing is
+listed by hand: a new grammar rule brings its own literals, and tests/test_prefilter.py checks that
+every head yields some.
+
+This module is the analysis of patterns and the search; which heads and openers it is given is
+the bulk path's wiring (bulk.event_literals), so that classify and records can use it without
+a loop back to them.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import itertools
+import os
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+from logphase.packs import kept_regex
+
+try:  # Python 3.11+: the parser re itself uses (sre_parse warns there)
+    import re._parser as _sre  # type: ignore[import-not-found,unused-ignore]
+except ImportError:  # pragma: no cover - Python 3.10
+    import sre_parse as _sre  # type: ignore[no-redef,unused-ignore]
+
+# A literal shorter than this matches too often to be worth searching for: its head is weak.
+MIN_LITERAL = 3
+
+
+def literal_factors(pattern: str) -> frozenset[str] | None:
+    """Strings one of which every match of ``pattern`` contains (the longest such choice found),
+    or None when the pattern has none of at least MIN_LITERAL characters."""
+    found = _factors(list(_sre.parse(pattern)))
+    if found is None or min(map(len, found)) < MIN_LITERAL:
+        return None
+    return frozenset(found)
+
+
+def _factors(items: Sequence[Any]) -> set[str] | None:
+    best: set[str] | None = None
+    run = ""
+
+    def consider(candidate: set[str] | None) -> None:
+        nonlocal best
+        if candidate and (best is None or min(map(len, candidate)) > min(map(len, best))):
+            best = candidate
+
+    for op, av in items:
+        if op is _sre.LITERAL:
+            run += chr(av)
+            continue
+        consider({run} if run else None)
+        run = ""
+        if op is _sre.SUBPATTERN:
+            consider(_factors(list(av[-1])))
+        elif op is _sre.ASSERT and av[0] == 1:  # a lookahead: what follows must be there too
+            consider(_factors(list(av[1])))
+        elif op is _sre.BRANCH:
+            branches = [_factors(list(b)) for b in av[1]]
+            if all(branches):
+                consider(set().union(*(b for b in branches if b)))
+        elif op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT) and av[0] >= 1:
+            consider(_factors(list(av[2])))
+    consider({run} if run else None)
+    return best
+
+
+def folds_case(pattern: str) -> bool:
+    """Whether some part of ``pattern`` matches without regard to case (``(?i)``, ``(?i:...)``): its
+    literals then say nothing about the text's own."""
+    parsed = _sre.parse(pattern)
+    return bool(parsed.state.flags & re.IGNORECASE) or _folds(list(parsed))
+
+
+def _folds(items: Sequence[Any]) -> bool:
+    for op, av in items:
+        if op is _sre.SUBPATTERN and av[1] & re.IGNORECASE:
+            return True
+        if any(_folds(list(inner)) for inner in _subpatterns(av)):
+            return True
+    return False
+
+
+def _subpatterns(value: Any) -> Iterator[Any]:
+    """The parsed sub-patterns an item holds (a group's, each branch's, a repeat's body ...)."""
+    if isinstance(value, _sre.SubPattern):
+        yield value
+    elif isinstance(value, (list, tuple)):
+        for inner in value:
+            yield from _subpatterns(inner)
+
+
+def leading_literals(pattern: str) -> frozenset[str] | None:
+    """Strings one of which every match of ``pattern`` starts with, or None when some match may
+    start otherwise (a class, a repeat): for keeping lines that start with a head out of a run."""
+    found = _leads(list(_sre.parse(pattern)))
+    return frozenset(found) if found and all(found) else None
+
+
+def _leads(items: Sequence[Any]) -> set[str] | None:
+    run = ""
+    for op, av in items:
+        if op is _sre.LITERAL:
+            run += chr(av)
+            continue
+        if run:
+            return {run}
+        if op is _sre.SUBPATTERN:
+            return _leads(list(av[-1]))
+        if op is _sre.BRANCH:
+            branches = [_leads(list(b)) for b in av[1]]
+            return set().union(*branches) if all(branches) else None  # type: ignore[arg-type]
+        return None
+    return {run} if run else None
+
+
+_Trie = dict[str, "_Trie"]  # a character -> what follows it; "" -> {} where a word ends
+
+
+def prefix_alternation(words: Iterable[str]) -> str:
+    """A pattern that matches where one of ``words`` starts (the shortest such word), factored by
+    common prefixes: ``(?:Ab(?:c|d)|X)`` for abc, abd, X. Python's regex engine tries the options of
+    an alternation in turn, skipping at one test each those whose first character differs; a flat
+    alternation of ~260 head starts tested each one at every line (15 ms a MB of quiet lines),
+    the factored one a few. For lookaheads and searches: which word matched is not kept."""
+    trie: _Trie = {}
+    for word in words:
+        if not word:
+            return ""  # the empty word matches everywhere
+        node = trie
+        for char in word:
+            node = node.setdefault(char, {})
+        node[""] = {}
+
+    def emit(node: _Trie) -> str:
+        if "" in node:
+            return ""  # a word ends here: longer ones add nothing to where a match starts
+        options = [re.escape(char) + emit(below) for char, below in sorted(node.items())]
+        return options[0] if len(options) == 1 else "(?:" + "|".join(options) + ")"
+
+    return emit(trie) if trie else "(?!)"
+
+
+def first_chars(pattern: str) -> str | None:
+    """A character class (its body, for ``[...]``) holding every character a match of
+    ``pattern`` can start with, or None when that is not known (a negated class, any character,
+    an empty match, case folding). The classes ``\\d``, ``\\w``, ``\\s`` stay as such: they mean
+    what they mean in the pattern (str or bytes)."""
+    parsed = _sre.parse(pattern)
+    if parsed.state.flags & re.IGNORECASE:
+        return None
+    found = _firsts(list(parsed))
+    if found is None or found[1]:
+        return None
+    return "".join(sorted(found[0]))
+
+
+def start_chars(pattern: str, most: int = 256) -> frozenset[str] | None:
+    """Every character a match of ``pattern`` can start with, one by one, or None when that is not
+    known or is more than ``most`` characters (a category such as ``\\w``, and what
+    ``first_chars`` does not know): for sorting heads by the first character of a line."""
+    body = first_chars(pattern)
+    if body is None:
+        return None
+    chars: set[str] = set()
+    [(op, av)] = list(_sre.parse(f"[{body}]"))  # a class of one character is parsed as that character
+    for kind, value in av if op is _sre.IN else [(op, av)]:
+        if kind is _sre.LITERAL:
+            chars.add(chr(value))
+        elif kind is _sre.RANGE and value[1] - value[0] < most:
+            chars.update(map(chr, range(value[0], value[1] + 1)))
+        else:
+            return None  # a category, a negation (not made by first_chars), a range too wide
+    return frozenset(chars) if len(chars) <= most else None
+
+
+def alternatives(pattern: str) -> list[str]:
+    """The top-level alternatives of ``pattern`` (through a group ``(?:...)`` around all of it), in
+    order: ``A|(?:B|C)`` is ``["A", "B", "C"]``. Their alternation, in this order, matches what the
+    pattern matches, and each may start with fewer characters than the whole."""
+    bars, closes_at_end = _top_level(pattern)
+    if not bars and pattern.startswith("(?:") and closes_at_end:
+        return alternatives(pattern[3:-1])
+    if not bars:
+        return [pattern]
+    edges = [-1, *bars, len(pattern)]
+    return [inner for a, b in itertools.pairwise(edges) for inner in alternatives(pattern[a + 1 : b])]
+
+
+def _top_level(pattern: str) -> tuple[list[int], bool]:
+    """(where ``|`` separates top-level alternatives, whether the group opened first closes at the
+    very end), reading escapes and character classes (``[)|]`` holds no group and no bar)."""
+    bars: list[int] = []
+    depth, i, class_start, first_closed = 0, 0, -1, -1
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\":
+            i += 2
+            continue
+        if class_start >= 0:
+            # a ']' right after '[' or '[^' is a member, not the end
+            if char == "]" and i > class_start + 1 and pattern[class_start + 1 : i] != "^":
+                class_start = -1
+        elif char == "[":
+            class_start = i
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth == 0 and first_closed < 0:
+                first_closed = i
+        elif char == "|" and depth == 0:
+            bars.append(i)
+        i += 1
+    return bars, first_closed == len(pattern) - 1
+
+
+_CATEGORIES = {
+    _sre.CATEGORY_DIGIT: r"\d",
+    _sre.CATEGORY_WORD: r"\w",
+    _sre.CATEGORY_SPACE: r"\s",
+}
+
+
+def _firsts(items: Sequence[Any]) -> tuple[set[str], bool] | None:
+    """(what a match of the sequence ``items`` can start with, whether it can be empty)."""
+    parts: set[str] = set()
+    for op, av in items:
+        if op in (_sre.AT, _sre.ASSERT, _sre.ASSERT_NOT):
+            continue  # zero-width: the match starts with what follows (an assertion only narrows it)
+        inner = _item_firsts(op, av)
+        if inner is None:
+            return None
+        parts |= inner[0]
+        if not inner[1]:
+            return parts, False
+    return parts, True
+
+
+def _item_firsts(op: Any, av: Any) -> tuple[set[str], bool] | None:
+    """``_firsts`` of one item of a parsed pattern (not a zero-width one)."""
+    if op is _sre.LITERAL:
+        return {re.escape(chr(av))}, False
+    if op is _sre.IN:
+        found = _class_firsts(av)
+        return None if found is None else (found, False)
+    if op is _sre.SUBPATTERN:
+        return None if av[1] & re.IGNORECASE else _firsts(list(av[-1]))
+    if op is _sre.BRANCH:
+        branches = [_firsts(list(b)) for b in av[1]]
+        if any(b is None for b in branches):
+            return None
+        return set().union(*(b[0] for b in branches if b)), any(b[1] for b in branches if b)
+    if op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT):
+        body = _firsts(list(av[2]))
+        return None if body is None else (body[0], body[1] or av[0] == 0)
+    return None  # any character, a group reference ...
+
+
+def _class_firsts(items: Sequence[Any]) -> set[str] | None:
+    """The parts of a character class ``[...]``, or None for a negated class or category."""
+    parts: set[str] = set()
+    for kind, value in items:
+        if kind is _sre.LITERAL:
+            parts.add(re.escape(chr(value)))
+        elif kind is _sre.RANGE:
+            parts.add(f"{re.escape(chr(value[0]))}-{re.escape(chr(value[1]))}")
+        elif kind is _sre.CATEGORY and value in _CATEGORIES:
+            parts.add(_CATEGORIES[value])
+        else:
+            return None
+    return parts
+
+
+class LiteralFinder:
+    """Finds where any of a set of literals occurs in a block of bytes: Hyperscan (gigabytes a
+    second) when installed, else one compiled alternation (the same answer, slower)."""
+
+    def __init__(self, literals: Iterable[str], use_hyperscan: bool = True, name: str = "literals") -> None:
+        """``name``: what the database is kept on disk as (each finder of a run its own name, or
+        one would replace the other's file on every start)."""
+        self.literals = sorted(set(literals), key=lambda s: (-len(s), s))
+        encoded = [s.encode() for s in self.literals]
+        self._regex: re.Pattern[bytes] | None = None
+        self._db: Any = _hyperscan_database(encoded, name) if use_hyperscan else None
+        if self._db is None:
+            self._regex = kept_regex.compile(b"|".join(re.escape(s) for s in encoded))
+
+    @property
+    def engine(self) -> str:
+        return "hyperscan" if self._db is not None else "re"
+
+    def line_hits(self, data: bytes) -> list[int]:
+        """The offsets (in ``data``) where literal occurrences end, in order (some may repeat)."""
+        if self._regex is not None:
+            return [m.end() for m in self._regex.finditer(data)]
+        found: list[int] = []
+
+        def on_match(_id: int, _from: int, to: int, _flags: int, _ctx: object) -> None:
+            found.append(to)
+
+        self._db.scan(data, match_event_handler=on_match)
+        found.sort()
+        return found
+
+
+def _hyperscan_database(encoded: list[bytes], name: str) -> Any:
+    """A Hyperscan block database of the literals, or None when Hyperscan is not installed. Kept on
+    disk (derived.py, serialized by Hyperscan) by the literals, Hyperscan's version and the machine:
+    compiling it costs ~0.15 s, loading it well under a millisecond."""
+    try:
+        import hyperscan
+    except ImportError:
+        return None
+    import platform
+
+    from logphase.packs.derived import cached, digest
+
+    key = digest([str(getattr(hyperscan, "__version__", "")), platform.machine(), *encoded])
+
+    def build() -> str:
+        return base64.b64encode(hyperscan.dumpb(_compiled_database(hyperscan, encoded))).decode("ascii")
+
+    def load(data: object) -> Any:
+        try:
+            db = hyperscan.loadb(base64.b64decode(str(data), validate=True), hyperscan.HS_MODE_BLOCK)
+            db.scratch = hyperscan.Scratch(db)
+        except (hyperscan.error, binascii.Error) as exc:
+            raise ValueError(f"a kept Hyperscan database that does not load: {exc}") from exc
+        return db
+
+    return cached(f"prefilter-hyperscan-{name}", key, build, load)
+
+
+def _compiled_database(hyperscan: Any, encoded: list[bytes]) -> Any:
+    db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    db.compile(
+        expressions=[re.escape(s) for s in encoded],
+        ids=list(range(len(encoded))),
+        elements=len(encoded),
+        flags=[0] * len(encoded),
+    )
+    return db
+
+
+# Set to ``re`` to run the pre-filter's search with re even where Hyperscan is installed: the
+# benchmark's without-Hyperscan figures, and the tests that check both paths give the same reports.
+PREFILTER_ENV = "LOGPHASE_PREFILTER"
+
+
+def hyperscan_wanted() -> bool:
+    """Whether the pre-filter may use Hyperscan (the optional extra ``logphase[fast]``) if installed."""
+    return os.environ.get(PREFILTER_ENV, "").strip().lower() != "re"
+
+
+__all__ = [
+    "PREFILTER_ENV",
+    "LiteralFinder",
+    "alternatives",
+    "first_chars",
+    "folds_case",
+    "hyperscan_wanted",
+    "leading_literals",
+    "literal_factors",
+    "start_chars",
+]
