@@ -14,6 +14,8 @@ import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import pytest
+
 from logphase.faces.live.follow import Follower, FollowOptions, follow_file
 from logphase.faces.live.follow_records import FollowRecord, PhaseRecord, SummaryRecord, TimeoutRecord
 from tests.logs import kv_failure, tp2_startup, written_long_ago
@@ -546,3 +548,58 @@ def test_closed_stdout_never_exits_ready() -> None:
     assert proc.stderr is not None
     err = proc.stderr.read()
     assert proc.returncode == 141 and b"Traceback" not in err
+
+
+# -- one reader: follow reads as parse does -----------------------------------------------------------
+
+
+def _served_log(lines: int) -> bytes:
+    """A ready start-up, then a serving tail of batch statistics (what a day-old server's log is)."""
+    tail = "".join(
+        f"[2026-05-12 18:{21 + i // 3000:02d}:{(i // 60) % 60:02d} TP0] Decode batch. #running-req: 1, #token: {100 + i}, "
+        "token usage: 0.01, gen throughput (token/s): 40.00, #queue-req: 0, \n"
+        for i in range(lines)
+    )
+    return tp2_startup(ready=True).encode() + tail.encode()
+
+
+def test_a_backlog_is_read_in_bulk_as_parse_reads_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """follow's engine takes runs of serving lines a block at a time, as parse's does: only the
+    start-up's lines go the long way, and the records are those of the whole input."""
+    from logphase.engine.engine import Engine
+
+    long_way: list[int] = []
+    original = Engine._line
+
+    def counted(self: Engine, line: object, out: list[object]) -> None:
+        long_way.append(1)
+        original(self, line, out)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Engine, "_line", counted)
+    follower = Follower("<stdin>", FollowOptions(until="eof"), now=0.0)
+    records = [*follower.feed(_served_log(20_000), 1.0), *follower.finish(2.0)]
+    assert len(long_way) < 200, f"{len(long_way)} of 20,000+ lines went the long way"
+    assert [r.kind for r in records if r.kind in ("phase", "outcome")][-1] == "outcome"
+    assert isinstance(records[-1], SummaryRecord) and records[-1].report.outcome == "ready"
+
+
+def test_a_pipe_s_backlog_is_read_in_blocks_not_in_the_pipe_s_buffer() -> None:
+    """A pipe hands over at most its buffer a read (64 KiB by default): follow widens it to a block
+    and takes what is there without waiting, so that it makes one report a block of backlog."""
+    import fcntl
+
+    from logphase.faces.live import follow as follow_module
+
+    read_fd, write_fd = os.pipe()
+    try:
+        follow_module._widen_pipe(read_fd)
+        assert fcntl.fcntl(read_fd, 1032) >= follow_module.READ_SIZE  # F_GETPIPE_SZ
+        data = _served_log(12_000)[: follow_module.READ_SIZE]
+        written = 0
+        while written < len(data):  # fits the widened pipe: no reader needed
+            written += os.write(write_fd, data[written:])
+        first = os.read(read_fd, 1 << 16)  # a small first read, as a pipe's buffer would give
+        assert follow_module._backlog(read_fd, first) == data
+    finally:
+        os.close(read_fd)
+        os.close(write_fd)

@@ -90,6 +90,7 @@ class Engine:
         self._first_bad_stamp: tuple[int, str] | None = None
         self._warning_tail = 0  # indented source lines that follow a Python warning
         self._finished = False
+        self._folded = 0  # events the machine has folded (built, or lines read in bulk as events)
         self._bulk = BulkReader()
         self._has_notes = has_notes()
 
@@ -199,6 +200,13 @@ class Engine:
     def bytes_seen(self) -> int:
         """Bytes fed so far."""
         return self._splitter.bytes_seen
+
+    @property
+    def events_folded(self) -> int:
+        """Events folded into the machine so far, whether they were built or their lines read in
+        bulk: what tells a reader that does not collect events (``follow``) that a feed moved the
+        machine, and the report may say something new."""
+        return self._folded
 
     def _classify(self, env: Envelope, info: LineInfo) -> ev.EventBase | None:
         """The event of a line: what a grammar reads, else (until ready) a start-up note."""
@@ -432,6 +440,7 @@ class Engine:
         if event.line < self._retimed_before:
             event.ts = self._clock.retime(event.ts)  # a record opened before SGLang's first stamp
         self._machine.feed(event)
+        self._folded += 1
         out.append(event)
 
 
@@ -467,6 +476,7 @@ class _BulkSide:
         taken = e._machine.feed_plain(stamps, first_line)
         if taken:
             e._counts["events"] += taken
+            e._folded += taken
             e._last_ts = _iso(stamps[taken - 1][0])
             e._note_server_time(e._last_ts, first_line)
             e._warning_tail = 0

@@ -8,10 +8,12 @@ without busy waiting: ``select`` on pipes, a short sleep between polls on files.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import select
 import stat
+import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -98,8 +100,12 @@ class Follower:
     def __init__(self, source: str, options: FollowOptions, now: float | None = None) -> None:
         self.options = options
         collector.reading()  # the command has started: what it built lives to the end
-        # stamps that print no year (vLLM's) take the file's, or today's for a pipe
-        self.engine = Engine(source=source, since=options.since, server=options.server, year=input_year_hint(source))
+        # stamps that print no year (vLLM's) take the file's, or today's for a pipe; the engine reads
+        # as parse's does (events not collected: runs of lines in bulk), so a backlog is caught up
+        # at parse's speed, and the records come from the report, which is the same either way
+        self.engine = Engine(
+            source=source, since=options.since, server=options.server, year=input_year_hint(source), collect_events=False
+        )
         self._started = time.monotonic() if now is None else now
         self._last_input = self._started
         self._phases_reported: set[Phase] = set()
@@ -143,8 +149,9 @@ class Follower:
         tail = data.rstrip(b"\r\n").rsplit(b"\n", 1)[-1].rsplit(b"\r", 1)[-1]
         if tail:
             self._last_line_text = tail[-300:].decode("utf-8", "replace")
-        events = self.engine.feed(data)
-        if not events and not self.engine.has_open_records():
+        folded = self.engine.events_folded
+        self.engine.feed(data)
+        if self.engine.events_folded == folded and not self.engine.has_open_records():
             return []
         return self._changes(now)
 
@@ -420,6 +427,7 @@ def follow_stream(
     (HEAD_CHECK_BYTES of them, or all there were at its end: ``whole``) and may raise to refuse
     input that is no log text."""
     fd = stream.fileno()
+    _widen_pipe(fd)
     head = bytearray()
     checking = check_head is not None
 
@@ -432,6 +440,7 @@ def follow_stream(
             data = os.read(fd, READ_SIZE)
         except BlockingIOError:  # a named pipe opened without blocking: nothing after all
             return None
+        data = _backlog(fd, data)
         if checking and check_head is not None:
             head.extend(data[: HEAD_CHECK_BYTES - len(head)])
             if len(head) >= HEAD_CHECK_BYTES or not data:
@@ -441,6 +450,41 @@ def follow_stream(
         return data
 
     yield from follow_reads(read, options, source, clock, on_follower)
+
+
+# Linux's fcntl command that sets a pipe's buffer (fcntl.F_SETPIPE_SZ, Python 3.10+ on Linux)
+_F_SETPIPE_SZ = 1031
+
+
+def _widen_pipe(fd: int) -> None:
+    """A pipe's buffer as large as a read (Linux; 64 KiB by default, up to 1 MiB unprivileged): a
+    writer with a backlog (``cat server.log |``) then hands it over in reads of READ_SIZE, and the
+    report is made once per read, as parse does per block. Elsewhere, or not a pipe: as it is."""
+    if sys.platform != "linux" or not stat.S_ISFIFO(os.fstat(fd).st_mode):
+        return
+    import fcntl  # POSIX only: imported where it is used
+
+    with contextlib.suppress(OSError):
+        fcntl.fcntl(fd, _F_SETPIPE_SZ, READ_SIZE)
+
+
+def _backlog(fd: int, first: bytes) -> bytes:
+    """``first`` and what else is there to read now, without waiting, up to READ_SIZE: a pipe gives
+    at most its buffer (64 KiB) a read, and a backlog is read in the blocks parse reads a file in
+    (a report is made per read that moved the machine). A live line is never held back for more."""
+    if not first or len(first) >= READ_SIZE:
+        return first
+    parts, size = [first], len(first)
+    while size < READ_SIZE and select.select([fd], [], [], 0)[0]:
+        try:
+            more = os.read(fd, READ_SIZE - size)
+        except BlockingIOError:
+            break
+        if not more:
+            break  # the end of the input: the next read says so again
+        parts.append(more)
+        size += len(more)
+    return b"".join(parts) if len(parts) > 1 else first
 
 
 def follow_reads(
