@@ -17,9 +17,9 @@ __version__ = "0.1.0"
 # public name -> the module that defines it
 _LAZY = {
     "Engine": "logphase.engine.engine",
-    "parse_bytes": "logphase.engine.engine",
-    "parse_file": "logphase.engine.engine",
-    "parse_text": "logphase.engine.engine",
+    "parse_bytes": "logphase.engine.whole",
+    "parse_file": "logphase.engine.whole",
+    "parse_text": "logphase.engine.whole",
     "Event": "logphase.vocabulary.events",
     "EventBase": "logphase.vocabulary.events",
     "Phase": "logphase.vocabulary.phases",
@@ -43,7 +43,8 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:
-    from logphase.engine.engine import Engine, parse_bytes, parse_file, parse_text
+    from logphase.engine.engine import Engine
+    from logphase.engine.whole import parse_bytes, parse_file, parse_text
     from logphase.faces.live.follow import Follower, FollowOptions, follow_file, follow_stream
     from logphase.faces.live.follow_records import FollowRecord
     from logphase.faces.oracle import CheckResult, Comparison, Expectations, check, compare

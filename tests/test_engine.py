@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from logphase import Engine, parse_text
-from logphase.engine.engine import parse_bytes
+from logphase.engine.whole import parse_bytes
 from logphase.faces.text import render_text
 from tests.conftest import examples
 from tests.logs import fed_in_chunks, kv_failure, tp2_startup

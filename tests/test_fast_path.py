@@ -159,7 +159,7 @@ def test_serving_tail_is_counted_in_bulk() -> None:
     access = "".join(LINES[4].replace("{t}", ts(700 + i)) + "\n" for i in range(10))
     data = STARTUP + tail.encode() + access.encode()
     engine = Engine(source="x", collect_events=False)
-    items = engine._splitter.feed_runs(data, _PLAIN)
+    items = engine._reader.splitter.feed_runs(data, _PLAIN)
     assert sum(item.size for item in items if isinstance(item, LineRun)) >= 5000
     assert report(data, False, []) == report(data, True, [])
 

@@ -567,13 +567,14 @@ def test_a_backlog_is_read_in_bulk_as_parse_reads_it(monkeypatch: pytest.MonkeyP
     """follow's engine takes runs of serving lines a block at a time, as parse's does: only the
     start-up's lines go the long way, and the records are those of the whole input."""
     from logphase.engine.engine import Engine
+    from logphase.reading.lines import LogicalLine
 
     long_way: list[int] = []
     original = Engine._line
 
-    def counted(self: Engine, line: object, out: list[object]) -> None:
+    def counted(self: Engine, line: LogicalLine) -> None:
         long_way.append(1)
-        original(self, line, out)  # type: ignore[arg-type]
+        original(self, line)
 
     monkeypatch.setattr(Engine, "_line", counted)
     follower = Follower("<stdin>", FollowOptions(until="eof"), now=0.0)

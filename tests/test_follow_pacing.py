@@ -26,7 +26,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from logphase.engine.engine import Engine, parse_bytes
+from logphase.engine.engine import Engine
+from logphase.engine.whole import parse_bytes
 from logphase.faces.exit_codes import OUTCOME_EXIT
 from logphase.faces.live.follow import Follower, FollowOptions, follow_reads
 from logphase.faces.live.follow_records import FollowRecord, SummaryRecord

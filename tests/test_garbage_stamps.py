@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from logphase import Engine
-from logphase.engine.engine import parse_bytes
+from logphase.engine.whole import parse_bytes
 from logphase.reporting.report import Report
 from tests.conftest import fixture_logs
 from tests.logs import fed_in_chunks, tp2_startup

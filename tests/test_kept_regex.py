@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from logphase.engine.engine import parse_bytes
+from logphase.engine.whole import parse_bytes
 from logphase.packs import derived, kept_regex
 from tests.conftest import ROOT, fixture_logs
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from logphase.engine.engine import parse_bytes, parse_file
+from logphase.engine.whole import parse_bytes, parse_file
 from logphase.faces.text import line_counts, render_text
 from logphase.reporting.report import LinesReport
 from tests.conftest import fixture_logs

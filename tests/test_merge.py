@@ -15,7 +15,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from logphase.engine.engine import parse_bytes
+from logphase.engine.whole import parse_bytes
 from logphase.faces.timeline import render_html
 from logphase.packs.grammars import defined_rules, parse, used_rules
 from logphase.reporting.merge import MergedReport, is_router_log, merge, router_report

@@ -15,7 +15,7 @@ from pathlib import Path
 from prometheus_client.parser import text_string_to_metric_families
 
 from logphase import Engine
-from logphase.engine.engine import parse_file
+from logphase.engine.whole import parse_file
 from logphase.faces.live.metrics import RANK_CAP, ReportCollector, rank_cap, start
 from logphase.reporting.report import Report
 from tests.conftest import FIXTURES

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from logphase.engine.engine import parse_file
+from logphase.engine.whole import parse_file
 from logphase.faces.timeline import render_html
 from logphase.faces.timeline.layout import build_timeline
 from logphase.faces.timeline.page import _free_memory, _phase_rows, breakable

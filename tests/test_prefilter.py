@@ -12,7 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from logphase.engine.engine import Engine, parse_bytes
+from logphase.engine.engine import Engine
+from logphase.engine.whole import parse_bytes
 from logphase.recognising import bulk as bulk_module
 from logphase.recognising.bulk import bulk_runs, event_finder, event_literals
 from logphase.recognising.notes import NOTE_RULES

@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 import pytest
 
-from logphase.engine.engine import parse_bytes, parse_file
+from logphase.engine.whole import parse_bytes, parse_file
 from logphase.faces.loading import NotAReport, looks_like_report, report_from_json, saved_report
 from tests.conftest import FIXTURES
 

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from logphase.engine.engine import Engine, parse_text
+from logphase.engine.engine import Engine
+from logphase.engine.whole import parse_text
 from logphase.faces import cli
 from logphase.faces.timeline import render_html, render_svg
 from logphase.vocabulary.redact import is_secret_key, redact_text

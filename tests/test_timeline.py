@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from logphase.engine.engine import parse_file, parse_text
+from logphase.engine.whole import parse_file, parse_text
 from logphase.faces.timeline import PHASE_COLORS, render_html, render_svg
 from logphase.faces.timeline.layout import build_timeline
 from logphase.faces.timeline.style import MAX_RANK_ROWS, PLOT_W, PLOT_X, compress_ranks

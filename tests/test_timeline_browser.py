@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from logphase.engine.engine import parse_file
+from logphase.engine.whole import parse_file
 from logphase.faces.timeline import FAILURE_COLOR, PHASE_COLORS
 from tests.conftest import FIXTURES
 from tests.test_timeline import synthetic_log

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from logphase.engine.engine import parse_file
+from logphase.engine.whole import parse_file
 from logphase.faces import cli
 from logphase.faces.batch import read_many
 from logphase.faces.inputs import read_input, read_startups

@@ -40,7 +40,7 @@ def parse_expect(items: Sequence[str]) -> dict[str, str]:
 def check_since(value: str | None) -> None:
     if value is None:
         return
-    from logphase.engine.engine import normalize_time
+    from logphase.reading.clock import normalize_time
 
     try:
         normalize_time(value)
@@ -87,7 +87,7 @@ def _open_raw(name: str) -> tuple[BinaryIO, str]:
 def read_head(handle: BinaryIO, source: str) -> tuple[Saved | None, bytes]:
     """The first block of the input, or the saved report the input is (see logphase.faces.loading):
     one log's, or a merged one."""
-    from logphase.engine.engine import BLOCK_SIZE
+    from logphase.engine.whole import BLOCK_SIZE
     from logphase.faces.loading import NotAReport, saved_report
 
     try:
@@ -111,7 +111,7 @@ def feed_all(
 ) -> None:
     """Feed a whole input (``head``, already read from it, first) to the engine in large blocks,
     finish it and close the input; a read error is an InputError."""
-    from logphase.engine.engine import read_all
+    from logphase.engine.whole import read_all
 
     def read(size: int) -> bytes:
         try:

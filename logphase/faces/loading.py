@@ -180,7 +180,7 @@ def read_report(
     """The report on a log read from ``handle`` (streamed, in blocks), or the saved report it is.
     NotAReport for JSON that is not a readable report; OSError for a failed read. ``since`` and
     ``expect`` apply to logs only."""
-    from logphase.engine.engine import BLOCK_SIZE, parse_stream
+    from logphase.engine.whole import BLOCK_SIZE, parse_stream
 
     report, head = saved_report(handle, handle.read(BLOCK_SIZE), source)
     if report is not None:

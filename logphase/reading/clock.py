@@ -66,6 +66,12 @@ def input_year_hint(name: str) -> YearHint:
     return (file_time_hint(name) if name not in ("-", "<stdin>") else None) or current_year_hint()
 
 
+def normalize_time(text: str) -> str:
+    """'2026-05-09 09:20:26' or '2026-05-09T09:20' -> '2026-05-09T09:20:26' style, comparable as text."""
+    value = datetime.fromisoformat(text.strip().replace(" ", "T", 1))
+    return value.isoformat(timespec="seconds") if value.microsecond == 0 else value.isoformat()
+
+
 class LogClock:
     """The dates and the wrapper's zone a log's stamps have shown so far."""
 
