@@ -121,3 +121,16 @@ def test_follow_waits_for_the_rest_of_a_partial_line_and_reads_it_at_the_end() -
     assert follow.returncode == 0, err
     assert b'"outcome": "ready"' in out or b'"outcome":"ready"' in out
     assert b"truncated_input" not in out
+
+
+def test_a_window_that_ends_inside_its_first_frame_line_names_no_phase_from_it() -> None:
+    """The input ends in the frame line that starts a window's traceback: its function's name may
+    be cut ('initialize_model' of 'initialize_model_parallel', a weight-loading function's name),
+    so it is no evidence of a phase (a property's example: the cut window said weight_loading where
+    the whole log says distributed_init)."""
+    line = b'  File "/sgl-workspace/sglang/python/sglang/srt/distributed/parallel_state.py", line 1660, in initialize_model'
+    cut = parse_bytes(line)
+    assert cut.outcome == "failed" and cut.phase is not None and cut.phase.value == "launch"
+    assert cut.lines.truncated == 1
+    whole = parse_bytes(line + b"\n")  # the same line with its newline is whole: its function counts
+    assert whole.phase is not None and whole.phase.value == "weight_loading"

@@ -211,12 +211,16 @@ class EventReader:
 
     def _visibly_cut(self, env: Envelope, info: LineInfo) -> bool:
         """Whether the last line, which the input ended without its newline, shows that it was cut:
-        it is inside a traceback not yet at its exception line, it is a progress bar's redraw that
+        it is inside a traceback not yet at its exception line (its first frame line included, when
+        the traceback's start is not in the input), it is a progress bar's redraw that
         is not a whole bar, or it is a prefix or a traceback header half written (``[2026-05-12 18:2``,
         ``Traceback (most rec``), or the server's prefix without its message. Any other last line is
         a line (logs copied out of notebooks, CI pages and chats lose the last ``\\n``)."""
         if self.records.continues_incomplete(env, foreign_source(env)):
             return True
+        opened = opens_record(env, info)
+        if opened is not None and opened.headerless and opened.frames:
+            return True  # a window that ends in its first frame line: a traceback not yet at its exception
         message = env.message.strip()
         if env.stamped and not message:
             return True
@@ -236,7 +240,7 @@ class EventReader:
         consumed, closed = self.records.offer(env, line.lineno, foreign_source(env), cut=True)
         for done in closed:
             sink.event(done)
-        record = None if consumed else opens_record(env, info) or cut_header(env, info)
+        record = None if consumed else opens_record(env, info, cut=True) or cut_header(env, info)
         if record is not None:
             record.last_line = line.lineno
             for done in self.records.start(env.stream, record):

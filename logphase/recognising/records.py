@@ -528,11 +528,12 @@ def _opener_literals() -> frozenset[str]:
     return found
 
 
-def opens_record(env: Envelope, at: LineInfo) -> OpenRecord | None:
+def opens_record(env: Envelope, at: LineInfo, cut: bool = False) -> OpenRecord | None:
     """A record starts at a traceback header (bare, rank-prefixed or after a logged message such as
     a scheduler's report of its exception), at threading's 'Exception in thread X:', at faulthandler's
     'Fatal Python error' or a C++ 'terminate called ...'; without its first line, at a frame, a
-    faulthandler stack or an exception line that no server's prefix precedes."""
+    faulthandler stack or an exception line that no server's prefix precedes. ``cut``: the input
+    ends inside this line (a frame's function name may be cut short)."""
     text = env.message
     if not any(literal in text for literal in _opener_literals()):
         # the regex tries each opener at each position (~1 us a character): any line is first
@@ -553,6 +554,11 @@ def opens_record(env: Envelope, at: LineInfo) -> OpenRecord | None:
     record = _headless(at, text, shape)
     if record is not None:
         record.tail = text[-1:]
+        if cut and record.frames:
+            # a frame line the input ends in may be cut inside its function's name ('in
+            # initialize_model' of 'initialize_model_parallel'): no evidence, as in _continue_indented
+            record.frames[-1] = record.frames[-1].model_copy(update={"function": None})
+            record.last_frame_text = None
     return record
 
 
