@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from logphase.packs import derived, grammars, sglang
-from logphase.packs.grammars import GRAMMAR_SOURCES, examples
+from logphase.packs import derived, grammars, rows_module
+from logphase.packs.grammars import examples, grammar_sources
 from logphase.recognising import classify
 from logphase.recognising.prefilter import alternatives, start_chars
 from tests.conftest import ROOT, fixture_logs
@@ -133,7 +133,7 @@ def test_a_parse_with_no_writable_folder_reports_the_same(tmp_path: Path) -> Non
 # -- what is kept equals what is computed -------------------------------------------------------------
 
 
-@pytest.mark.parametrize("source", GRAMMAR_SOURCES)
+@pytest.mark.parametrize("source", grammar_sources())
 def test_grammar_facts_are_what_the_parser_says(source: str) -> None:
     parser = grammars.parser(source)
     facts = grammars.facts(source)
@@ -174,6 +174,7 @@ def test_a_warm_start_builds_no_parser_for_the_dispatch() -> None:
 
 
 def test_the_mined_frame_table_is_kept_as_computed(cache_folder: Path) -> None:
+    sglang = rows_module("sglang")
     computed = sglang._mined_functions(sglang._FUNCTIONS)
     assert list(cache_folder.glob("sglang-mined-functions-*.json"))
     assert sglang._mined_functions(sglang._FUNCTIONS) == computed
@@ -224,7 +225,7 @@ def _messages() -> list[str]:
     """Example lines of every grammar, and the messages of the fixtures' lines (as the engine cuts them)."""
     from logphase.reading.envelope import split_envelope
 
-    texts = [line for source in GRAMMAR_SOURCES for lines in examples(source).values() for line in lines]
+    texts = [line for source in grammar_sources() for lines in examples(source).values() for line in lines]
     for log in fixture_logs():
         for line in log.read_text(encoding="utf-8", errors="replace").splitlines()[:400]:
             texts.append(split_envelope(line).message)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from logphase.packs.sglang import PACK as SGLANG_PACK
+from logphase.packs import pack_named
 from tests.logs import script_module
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -228,7 +228,9 @@ def _hand_row_phases(name: str, file: str | None, cls: str | None) -> set[str]:
 
 
 # the SGLang pack's hand-written rows (the mined ones are functions.json itself; other packs are other servers)
-SGLANG_HAND_ROWS = [f for f in SGLANG_PACK.functions if not f.mined]
+_SGLANG = pack_named("sglang")
+assert _SGLANG is not None
+SGLANG_HAND_ROWS = [f for f in _SGLANG.functions if not f.mined]
 
 
 @pytest.mark.parametrize("row", SGLANG_HAND_ROWS, ids=lambda r: f"{r.name}@{r.file or '*'}{'/' + r.cls if r.cls else ''}")

@@ -207,31 +207,20 @@ def test_the_phrase_scan_sees_a_phrase(tmp_path: Path) -> None:
 # -- adding a server ------------------------------------------------------------------------------------
 
 
-def files_of_a_server(name: str) -> list[str]:
-    """What a server is made of: its grammar folder, its pack module, and its line in the registry."""
-    return [f"grammars/{name}/", f"logphase/packs/{name}.py", "logphase/packs/__init__.py (one line in PACKS)"]
-
-
-def test_adding_a_server_is_a_grammar_folder_a_module_and_a_registry_line() -> None:
-    registry = (PACKAGE / "packs" / "__init__.py").read_text(encoding="utf-8")
+def test_a_pack_is_a_folder_and_a_registry_line() -> None:
+    """What a server is made of: its folder of grammars/ (its grammars, its rows in pack.py) and one
+    line in the registry; no module of the stages names a pack's rows."""
+    registry = (PACKAGE / "packs" / "registry.py").read_text(encoding="utf-8")
     for pack in PACKS:
-        folder, module, _ = files_of_a_server(pack.name)
-        assert (ROOT / folder).is_dir() or (pack.name == "shared" and (ROOT / "grammars" / "shared").is_dir())
-        assert (ROOT / module).is_file(), module
-        assert re.search(rf"^\s+{pack.name}\.PACK,$", registry, re.M), f"{pack.name}: not one line in PACKS"
+        assert pack.folder == ROOT / "grammars" / pack.name, pack.name
+        assert (pack.folder / "pack.py").is_file(), pack.name
+        assert len(re.findall(rf'^    \("{pack.name}", ', registry, re.M)) == 1, f"{pack.name}: not one line in REGISTRY"
         # a pack's grammars live in its own folder (named by stem, found wherever they are)
-        for grammar in (*pack.grammars, *pack.error_grammars):
-            assert (ROOT / "grammars" / pack.name / f"{grammar}.lark").is_file(), f"{grammar}.lark not in {folder}"
-    # and nothing else names a server: the stages read packs (no stage module imports a pack's module)
+        for grammar in (*pack.grammars, *pack.record_grammars, *pack.error_grammars):
+            assert (pack.folder / f"{grammar}.lark").is_file(), f"{grammar}.lark not in {pack.folder}"
     for path in PACKAGE.rglob("*.py"):
-        if path.parent.name == "packs":
-            continue
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.module is not None:
-                named = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
-                for pack in PACKS:
-                    assert f"logphase.packs.{pack.name}" not in named, f"{path.name} imports the {pack.name} pack"
+        source = path.read_text(encoding="utf-8")
+        assert "packs.loaded" not in source or path == PACKAGE / "packs" / "__init__.py", f"{path} names a pack's rows"
 
 
 # -- each phrase once ----------------------------------------------------------------------------------

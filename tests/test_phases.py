@@ -5,15 +5,15 @@ from __future__ import annotations
 import pytest
 
 from logphase.diagnosing.functions import SERVER_FUNCTIONS, call_phase, frame_phase, table_problems
-from logphase.diagnosing.signatures import ERROR_GRAMMARS
-from logphase.packs.grammars import GRAMMAR_SOURCES, defined_rules, message_rules, used_rules
+from logphase.packs import PACKS
+from logphase.packs.grammars import defined_rules, grammar_sources, message_rules, used_rules
 from logphase.recognising.classify import DISPATCHED
 from logphase.recognising.messages import MESSAGES, transitions
 from logphase.vocabulary.phases import PHASE_ORDER, MarkerRole, Phase, Transition, validate_table
 
-# grammars whose rules are messages (envelope.lark lends its terminals to the envelope stage, the
-# error grammars their phrases to the cause table)
-MESSAGE_GRAMMARS = [g for g in GRAMMAR_SOURCES if g != "envelope" and g not in ERROR_GRAMMARS]
+# grammars whose rules are messages: the packs' message and record grammars (envelope.lark lends its
+# terminals to the envelope stage, the error grammars their phrases to the cause table)
+MESSAGE_GRAMMARS = [g for pack in PACKS for g in (*pack.grammars, *pack.record_grammars)]
 
 
 def test_table_is_valid() -> None:
@@ -80,7 +80,7 @@ def test_every_row_names_a_message_of_its_grammar() -> None:
         assert (message.build is None) == (message.grammar in ("traceback", "server_args")), rule
 
 
-@pytest.mark.parametrize("grammar", GRAMMAR_SOURCES)
+@pytest.mark.parametrize("grammar", grammar_sources())
 def test_no_dead_rules(grammar: str) -> None:
     assert defined_rules(grammar) - used_rules(grammar) == set()
 

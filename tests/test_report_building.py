@@ -49,8 +49,7 @@ def test_the_scheduler_keeps_only_what_it_stated_and_only_its_first_word() -> No
 )
 def test_no_server_output_names_the_server_once(content: int, expected: str, monkeypatch: pytest.MonkeyPatch) -> None:
     lines = LinesReport(total=content, events=0, unrecognized=content)
-    [warning] = build_report._input_warnings(lines, None)
+    [warning] = build_report._input_warnings(lines, None, build_report.speaking_of(None))
     assert (warning.kind, warning.message) == ("no_sglang_output", expected)
-    monkeypatch.setattr(build_report, "SERVER_DISPLAY_NAME", "vLLM")
-    [warning] = build_report._input_warnings(lines, None)
+    [warning] = build_report._input_warnings(lines, None, build_report.speaking_of("vllm"))
     assert (warning.kind, warning.message) == ("no_sglang_output", expected.replace("SGLang", "vLLM"))

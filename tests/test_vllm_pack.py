@@ -1,4 +1,4 @@
-"""The vLLM pack (logphase/packs/vllm.py, issue 21): the root is vLLM's root even when its echoes are
+"""The vLLM pack (grammars/vllm/pack.py, issue 21): the root is vLLM's root even when its echoes are
 printed first, the free-memory pre-check gets its own cause and the opposite advice of the KV cache's,
 advice names the flags of the run's server, vLLM's phases follow its order, and a vLLM line in an
 SGLang log does not make the run a vLLM one."""

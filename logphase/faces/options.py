@@ -77,7 +77,7 @@ def _positive_int(text: str) -> int:
 
 def add_server(p: argparse.ArgumentParser) -> None:
     """--server: which server wrote the log, when its lines do not say (or say it wrongly)."""
-    from logphase.vocabulary.servers import SERVERS
+    from logphase.packs.registry import SERVERS
 
     p.add_argument(
         "--server",

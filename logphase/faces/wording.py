@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from logphase.packs.registry import SERVER_NAMES
 from logphase.reporting.report import FailureReport, PhaseReport, Report
-from logphase.vocabulary.servers import SERVER_NAMES
 
 ELLIPSIS = "…"
 

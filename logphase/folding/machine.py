@@ -257,7 +257,7 @@ class PhaseMachine:
         run = self.run
         if line >= run.start_line:
             run.extend(ts, ts, line)
-            run.seen_sglang = True
+            run.seen_stamped = True
 
     def note_lines(self, first_ts: str, high_ts: str, last_line: int) -> None:
         """``note_line`` for consecutive such lines at once: the first one's time, the latest
@@ -265,7 +265,7 @@ class PhaseMachine:
         run = self.run
         if last_line >= run.start_line:
             run.extend(first_ts, high_ts, last_line)
-            run.seen_sglang = True
+            run.seen_stamped = True
 
     def feed_plain(self, stamps: list[tuple[bytes, bytes]], first_line: int) -> int:
         """``feed`` for events that carry nothing but their time and writer (no transition, fact

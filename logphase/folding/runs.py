@@ -221,7 +221,7 @@ class Run:
     # the launch's own start marker (the server's arguments dump) was read: lines that are launch
     # evidence but printed after it (the default attention backend ...) do not make a whole launch
     launch_marked: bool = False
-    seen_sglang: bool = False  # SGLang's own lines, known messages or not
+    seen_stamped: bool = False  # lines behind the stamped prefix (its server's own), known messages or not
     streams: set[str] = field(default_factory=set)  # where the events' lines were written
     bars: dict[Phase, ev.ProgressBar] = field(default_factory=dict)  # the latest bar of each phase
     size_rank: str | None = None

@@ -22,33 +22,37 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from logphase.packs import kept_regex
 from logphase.packs.derived import cached, digest
+from logphase.packs.registry import grammars_root, pack_folders
 
 if TYPE_CHECKING:  # Lark is imported when a line needs a parse, not to read the grammars' terminals
     from lark import Lark, Token, Transformer
 
-GRAMMAR_SOURCES = (
-    "envelope", "sglang", "gloo", "nccl", "torch", "traceback", "tqdm", "http", "process", "server_args", "errors",
-    "sglang_errors", "vllm", "vllm_errors",
-)
-
-
-SHARED_PACK = "shared"
-
-
 def grammar_dir() -> Path:
-    package = Path(__file__).resolve().parent.parent
-    for candidate in (package / "grammars", package.parent / "grammars"):
-        if (candidate / SHARED_PACK / "common.lark").is_file():
-            return candidate
-    raise FileNotFoundError("logphase grammars not found next to the package")
+    """The folder of the registry's packs (``registry.grammars_root``)."""
+    return grammars_root()
+
+
+@functools.cache
+def grammar_sources() -> tuple[str, ...]:
+    """Every grammar of every pack that reads lines (it has a ``start`` rule; ``common.lark`` only
+    lends terminals), by name (its file's stem), in the packs' order."""
+    return tuple(
+        path.stem
+        for folder in pack_folders()
+        for path in sorted(folder.glob("*.lark"))
+        if _START_RULE.search(path.read_text(encoding="utf-8"))
+    )
+
+
+_START_RULE = re.compile(r"^start\s*:", re.M)
 
 
 @functools.cache
 def grammar_path(source: str) -> Path:
     """The file of the grammar named ``source``, in whichever pack's folder holds it."""
-    found = sorted(grammar_dir().glob(f"*/{source}.lark"))
+    found = [path for folder in pack_folders() for path in [folder / f"{source}.lark"] if path.is_file()]
     if len(found) != 1:
-        raise FileNotFoundError(f"grammar {source!r}: {len(found)} files named {source}.lark under {grammar_dir()}")
+        raise FileNotFoundError(f"grammar {source!r}: {len(found)} files named {source}.lark in the packs' folders")
     return found[0]
 
 
@@ -90,10 +94,9 @@ def _keep_scanners(lark: Lark) -> None:
 
 @functools.cache
 def pack_dirs() -> list[str]:
-    """Every pack's grammar folder, the shared one first: a grammar imports any other by its stem
+    """Every pack's folder, the shared one first: a grammar imports any other by its stem
     (``%import common (INT)``, ``%import sglang_errors (SIGQUIT)``)."""
-    folders = sorted(p for p in grammar_dir().iterdir() if p.is_dir() and any(p.glob("*.lark")))
-    return [str(p) for p in sorted(folders, key=lambda p: p.name != SHARED_PACK)]
+    return [str(folder) for folder in pack_folders()]
 
 
 # an example line of the rule defined below it: '//: Load weight begin. avail mem=78.50 GB'
@@ -144,7 +147,7 @@ def _grammars_key() -> str:
     """A hash of every grammar file of every pack (a grammar imports others by name), of Lark (its
     version decides the patterns and the rules' order) and of logphase's version: their package
     files that say it, read rather than imported (Lark is imported when a line needs a parse)."""
-    files = sorted(grammar_dir().glob("*/*.lark"))
+    files = [path for folder in pack_folders() for path in sorted(folder.glob("*.lark"))]
     lark_spec = importlib.util.find_spec("lark")
     lark_init = Path(lark_spec.origin) if lark_spec is not None and lark_spec.origin else None
     logphase_init = Path(__file__).resolve().parent.parent / "__init__.py"

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from logphase.vocabulary.causes import Cause, SignatureRole
@@ -130,7 +131,15 @@ class Pack:
     # keys only this server's configuration dump has: a run whose dump holds one gets its advice
     config_marks: tuple[str, ...] = ()
     # the messages only this server prints, at a run's start: a run that prints one is this server's
+    # (recognising/detect.py); its ``version`` sub-rule is the server's version
     start_rules: tuple[str, ...] = ()
+    # those of them that are the first line a launch prints: one printed again after the run went on
+    # is a relaunch
+    launch_rules: tuple[str, ...] = ()
+    # the envelope rules (grammars/shared/envelope.lark) only this server's processes print: its own
+    # logger's prefix (``sglang_prefix``), its child processes' prefixes (``vllm_process``); a line
+    # behind one is this server's
+    prefix_rules: tuple[str, ...] = ()
     # other messages only this server prints (never another server that reuses its code): a window
     # that starts after the start lines is known by them
     own_rules: tuple[str, ...] = ()
@@ -155,9 +164,15 @@ class Pack:
     # over the header), and the same when the input ends inside the header ('... hit an exception: Tra')
     fatal_headers: tuple[str, ...] = ()
     cut_headers: tuple[str, ...] = ()
-    # the start-up messages of its releases that no grammar rule reads (a JSON file in its grammar
-    # folder, generated from its catalogue): recognising/notes.py reads them as weak phase evidence
+    # how the report's sentences speak of it: the command that launches it (stderr_missing), the flags
+    # that leave CUDA graph capture more memory (memory_pressure)
+    launch_command: str = ""
+    capture_memory_flags: tuple[str, ...] = ()
+    # the start-up messages of its releases that no grammar rule reads (a JSON file in its folder,
+    # generated from its catalogue): recognising/notes.py reads them as weak phase evidence
     notes: str | None = None
+    # its folder in grammars/ (the registry sets it when it loads the pack)
+    folder: Path = field(default_factory=Path)
 
 
 # -- transitions the rows of several packs use ------------------------------------------------------

@@ -6,15 +6,16 @@ line, a headless node's launch line) or the prefix of one of vLLM's processes (a
 after the launch). A start line of another server than the run's starts a run
 of its own; a server's first line printed again (``begins``) after the run went on is a relaunch.
 
-The start lines are rules of the servers' grammars (``grammars/<pack>/``), listed in ``STARTS`` by
-rule name; the version is their ``version`` sub-rule.
+The start lines are rules of the servers' grammars, listed by each pack (``Pack.start_rules``; the
+first lines of a launch: ``launch_rules``), their version the ``version`` sub-rule; the prefixes only
+one server's processes print are the envelope rules each pack names (``Pack.prefix_rules``).
 
 This module is the one place that decides which server a run is: the machine asks it for a line's
 start (``server_start``), for a line that only one server prints when no start was seen
 (``server_of_rule``), for the server whose stamped prefix the bulk path reads (``STAMPED_SERVER``),
 the report for the run's server in the end (``run_server``), and the advice, when no line said,
 by the run's configuration dump (``server_of_config``); a summary reads a run's settings with its
-server's keys (``summary_setting``).
+server's keys (``summary_setting``). It names no server: the packs say all of it.
 """
 
 from __future__ import annotations
@@ -26,12 +27,19 @@ from typing import Any, NamedTuple
 from logphase.packs import PACKS, kept_regex
 from logphase.packs.grammars import first_terminals, parse, terminal_pattern
 from logphase.reading.envelope import Envelope
-from logphase.vocabulary.servers import SERVERS, Server
+from logphase.recognising.messages import MESSAGES
+from logphase.vocabulary.servers import Server
 
-# the server whose own prefix is envelope.lark's stamped one ("[2026-05-09 09:20:26 TP0] "): SGLang's
-STAMPED_SERVER: Server = "sglang"
-# the server whose child processes print envelope.lark's process prefixes ("(EngineCore_DP0 pid=N) ")
-PROCESS_PREFIX_SERVER: Server = "vllm"
+
+def _server_of_prefix(rule: str) -> Server | None:
+    """The server whose processes alone print the envelope rule ``rule``'s prefix."""
+    return next((pack.name for pack in PACKS if pack.server and rule in pack.prefix_rules), None)
+
+
+# the server whose own prefix is envelope.lark's stamped one ("[2026-05-09 09:20:26 TP0] "), and the
+# server whose child processes print its process prefixes ("(EngineCore_DP0 pid=N) ")
+STAMPED_SERVER: Server | None = _server_of_prefix("sglang_prefix")
+PROCESS_PREFIX_SERVER: Server | None = _server_of_prefix("vllm_process")
 
 
 class StartRule(NamedTuple):
@@ -41,15 +49,12 @@ class StartRule(NamedTuple):
     begins: bool  # the first line a launch prints (a second one after the run went on: a relaunch)
 
 
-# vLLM: "vLLM API server version X" (0.5-0.11), "vLLM server version X, serving model M" (newest),
-# the newest's logo line with the version, "Initializing a V1 LLM engine (vX) ..." (every release; the
-# first line of a run without a front end: the offline LLM class), a headless worker node's launch line
-STARTS: tuple[StartRule, ...] = (
-    StartRule("vllm", "vllm", "api_server_version", True),
-    StartRule("vllm", "vllm", "server_version", True),
-    StartRule("vllm", "vllm", "version_logo", False),
-    StartRule("vllm", "vllm", "engine_init", False),
-    StartRule("vllm", "vllm", "headless_launch", True),
+# every pack's start lines
+STARTS: tuple[StartRule, ...] = tuple(
+    StartRule(pack.name, MESSAGES[rule].grammar, rule, rule in pack.launch_rules)
+    for pack in PACKS
+    if pack.server
+    for rule in pack.start_rules
 )
 
 
@@ -76,22 +81,18 @@ def _heads() -> tuple[re.Pattern[str], dict[str, StartRule]]:
 def server_start(env: Envelope) -> Start | None:
     """The start this line shows: SGLang's own prefix, a start line of a server's grammar, or a
     vLLM process prefix."""
-    if env.stamped:
+    if env.stamped and STAMPED_SERVER is not None:
         return Start(STAMPED_SERVER)
     found = _start_line(env.message) if env.message else None
-    if found is None and env.process is not None:
-        return Start(PROCESS_PREFIX_SERVER)  # only vLLM's processes print these prefixes (envelope.lark's vllm_process)
+    if found is None and env.process is not None and PROCESS_PREFIX_SERVER is not None:
+        return Start(PROCESS_PREFIX_SERVER)  # only that server's processes print these prefixes
     return found
 
 
 # the server a message's rule shows, for the rules only that server prints: its start lines and its
 # own lines (never a stray line of it: SGLang's log holds some of vLLM's lines)
 SERVER_OF_RULE: dict[str, Server] = {
-    rule: server
-    for pack in PACKS
-    for server in SERVERS
-    if server == pack.name
-    for rule in (*pack.start_rules, *pack.own_rules)
+    rule: pack.name for pack in PACKS if pack.server for rule in (*pack.start_rules, *pack.own_rules)
 }
 
 
@@ -101,13 +102,13 @@ def server_of_rule(rule: str | None) -> Server | None:
 
 
 # a run whose server is not known gets the first server's advice (the one logphase read first)
-DEFAULT_SERVER: Server = next(server for pack in PACKS for server in SERVERS if server == pack.name)
+DEFAULT_SERVER: Server = next(pack.name for pack in PACKS if pack.server)
 
 
 def server_of_config(config: dict[str, Any]) -> Server:
     """The server a run's configuration dump belongs to (for its advice when no line said): the first
     pack one of whose own keys it holds; the first server's when none (or no dump)."""
-    marked = (s for pack in PACKS for s in SERVERS if s == pack.name and any(key in config for key in pack.config_marks))
+    marked = (pack.name for pack in PACKS if pack.server and any(key in config for key in pack.config_marks))
     return next(marked, DEFAULT_SERVER)
 
 

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from functools import cache
 
 from logphase.packs import PACKS
-from logphase.packs.grammars import grammar_dir
 from logphase.recognising.plain import MAX_PARSE_CHARS
 from logphase.vocabulary import events as ev
 from logphase.vocabulary.events import LineInfo
@@ -175,7 +174,7 @@ def notebook() -> NoteBook:
     notes: list[Note] = []
     for pack in PACKS:
         if pack.notes is not None:
-            path = grammar_dir() / pack.name / pack.notes
+            path = pack.folder / pack.notes
             notes.extend(read_notes(json.loads(path.read_text(encoding="utf-8"))))
     return NoteBook(notes)
 

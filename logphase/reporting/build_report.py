@@ -15,7 +15,9 @@ from logphase.diagnosing.hints import hint
 from logphase.folding.facts import SCHEDULER_KEYS
 from logphase.folding.machine import KEEP_RUNS, PhaseMachine
 from logphase.folding.runs import Incident, Run, Span, StepSeen, duration_between, seconds_between
-from logphase.recognising.detect import run_server
+from logphase.packs import PACKS, pack_named
+from logphase.packs.rows import Pack
+from logphase.recognising.detect import DEFAULT_SERVER, run_server
 from logphase.reporting.report import (
     LOW_CAPTURE_MEMORY_GB,
     UNACCOUNTED_MIN_S,
@@ -38,13 +40,13 @@ from logphase.reporting.report import (
 from logphase.vocabulary.events import ProgressBar
 from logphase.vocabulary.phases import PHASE_ORDER, Phase, later_phase
 
-# What the report's sentences say of the server: its name, the command that launches it, the
-# settings that leave CUDA graph capture more memory. One place, so that a second server's pack
-# (logphase/packs/, being built beside this) can supply its own: the lead wires these to the pack
-# (its display name ...). The warning kinds keep their names (no_sglang_output): they are the JSON contract.
-SERVER_DISPLAY_NAME = "SGLang"
-SERVER_LAUNCH_COMMAND = "python -m sglang.launch_server"
-CAPTURE_MEMORY_SETTINGS = ("--mem-fraction-static", "--cuda-graph-max-bs")
+
+def speaking_of(server: str | None) -> Pack:
+    """The pack whose words the report's sentences use for a run of ``server`` (its name, the command
+    that launches it, its flags): the run's server's, else the first server's. The warning kinds keep
+    their names (no_sglang_output): they are the JSON contract."""
+    named = pack_named(server) if server is not None else None
+    return named or next(pack for pack in PACKS if pack.name == DEFAULT_SERVER)
 
 
 def build_report(
@@ -71,12 +73,14 @@ def build_report(
     end_ts = _startup_end(run, failure is not None, failed_at)
     is_last = run is machine.run
     saw_ready = _saw_ready(run)
-    warnings = _warnings(machine, run, expect or {}, truncated_line if is_last else None, input_complete or not is_last)
-    warnings.extend(_input_warnings(lines, since))
+    server = run_server(run.server, machine.server, run.seen_stamped)
+    pack = speaking_of(server)
+    warnings = _warnings(machine, run, pack, expect or {}, truncated_line if is_last else None, input_complete or not is_last)
+    warnings.extend(_input_warnings(lines, since, pack))
     phases = _phases(run, failure, failed_at)
     return Report(
         source=source,
-        server=run_server(run.server, machine.server, run.seen_sglang),
+        server=server,
         version=run.version,
         outcome=outcome,
         phase=phase,
@@ -513,13 +517,13 @@ def _config(run: Run) -> dict[str, Any]:
 
 
 def _warnings(
-    machine: PhaseMachine, run: Run, expect: dict[str, str], truncated_line: int | None, input_complete: bool
+    machine: PhaseMachine, run: Run, pack: Pack, expect: dict[str, str], truncated_line: int | None, input_complete: bool
 ) -> list[WarningReport]:
     out = _multiple_runs(machine, run)
     out.extend(_expectations(run, expect, input_complete))
-    out.extend(_overrides(run))
-    out.extend(_memory_pressure(run))
-    out.extend(_stderr_missing(run))
+    out.extend(_overrides(run, pack))
+    out.extend(_memory_pressure(run, pack))
+    out.extend(_stderr_missing(run, pack))
     out.extend(_partial_log(run))
     out.extend(WarningReport(kind=kind, message=message, line=line) for kind, message, line in run.notices)
     if truncated_line is not None:
@@ -547,7 +551,7 @@ def _multiple_runs(machine: PhaseMachine, run: Run) -> list[WarningReport]:
     ]
 
 
-def _overrides(run: Run) -> list[WarningReport]:
+def _overrides(run: Run, pack: Pack) -> list[WarningReport]:
     """The settings the server changed on its own, each once."""
     out: list[WarningReport] = []
     seen: set[tuple[str, str]] = set()
@@ -564,7 +568,7 @@ def _overrides(run: Run) -> list[WarningReport]:
         out.append(
             WarningReport(
                 kind="ignored_parameter",
-                message=f"{SERVER_DISPLAY_NAME} changed {o.setting}{values}: {o.message}",
+                message=f"{pack.display_name} changed {o.setting}{values}: {o.message}",
                 line=o.line,
                 setting=o.setting,
                 expected=o.requested,
@@ -574,7 +578,7 @@ def _overrides(run: Run) -> list[WarningReport]:
     return out
 
 
-def _memory_pressure(run: Run) -> list[WarningReport]:
+def _memory_pressure(run: Run, pack: Pack) -> list[WarningReport]:
     if run.capture_avail_gb is None or run.capture_avail_gb[0] >= LOW_CAPTURE_MEMORY_GB:
         return []
     avail, rank, line = run.capture_avail_gb
@@ -583,22 +587,23 @@ def _memory_pressure(run: Run) -> list[WarningReport]:
         WarningReport(
             kind="memory_pressure",
             message=f"CUDA graph capture ran with only {avail:.2f} GB free{who} (below {LOW_CAPTURE_MEMORY_GB:.1f} GB): "
-            f"capture or the first large batches may run out of memory; consider a lower {' or '.join(CAPTURE_MEMORY_SETTINGS)}",
+            "capture or the first large batches may run out of memory; consider a lower "
+            + " or ".join(pack.capture_memory_flags),
             line=line,
             found=f"{avail:.2f}",
         )
     ]
 
 
-def _stderr_missing(run: Run) -> list[WarningReport]:
-    if "stdout" not in run.streams or "stderr" in run.streams or run.seen_sglang:
+def _stderr_missing(run: Run, pack: Pack) -> list[WarningReport]:
+    if "stdout" not in run.streams or "stderr" in run.streams or run.seen_stamped:
         return []
     return [
         WarningReport(
             kind="stderr_missing",
             message="this log holds what the server wrote to stdout (Gloo, NCCL, access lines) but none of "
-            f"{SERVER_DISPLAY_NAME}'s own lines, which go to stderr: start the server with its stderr in the log too "
-            f"({SERVER_LAUNCH_COMMAND} ... > server.log 2>&1)",
+            f"{pack.display_name}'s own lines, which go to stderr: start the server with its stderr in the log too "
+            f"({pack.launch_command} ... > server.log 2>&1)",
         )
     ]
 
@@ -617,7 +622,7 @@ def _partial_log(run: Run) -> list[WarningReport]:
     ]
 
 
-def _input_warnings(lines: LinesReport, since: str | None) -> list[WarningReport]:
+def _input_warnings(lines: LinesReport, since: str | None, pack: Pack) -> list[WarningReport]:
     """Input in which nothing could be read: say so rather than report an empty start-up."""
     content = lines.total - lines.blank
     if content <= 0:
@@ -633,7 +638,7 @@ def _input_warnings(lines: LinesReport, since: str | None) -> list[WarningReport
         return [
             WarningReport(
                 kind="no_sglang_output",
-                message=f"no {SERVER_DISPLAY_NAME} output recognised in {content} line{'s' if content != 1 else ''}: "
+                message=f"no {pack.display_name} output recognised in {content} line{'s' if content != 1 else ''}: "
                 "is this a server log? (parse --unrecognized shows the lines)",
             )
         ]

@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
 
+from logphase.packs.registry import SERVERS
 from logphase.vocabulary.causes import Cause
 from logphase.vocabulary.phases import Phase
 from logphase.vocabulary.servers import Server
@@ -272,8 +273,9 @@ class Report(BaseModel):
     source: str = Field(description="file name, or <stdin>")
     server: Server | None = Field(
         default=None,
-        description="the server of this run, from its own start lines (SGLang's log prefix; vLLM's version, engine "
-        "or launch lines), or as --server said; null when no line of the run shows it",
+        description=f"the server of this run, by its pack's name ({', '.join(SERVERS)}), from its own start lines "
+        "(SGLang's log prefix; vLLM's version, engine or launch lines), or as --server said; null when no line of "
+        "the run shows it",
     )
     version: str | None = Field(
         default=None, description="the server's version, when the run printed it (vLLM's start lines: '0.10.2'); else null"

@@ -1,11 +1,6 @@
-"""The servers logphase reads, by the name a report gives them (``Report.server``, ``--server``), and
-how text spells them. Light: ``logphase --help`` reads it (the --server choices) and loads no pack."""
+"""A server, by the name a report gives it (``Report.server``, ``--server``): its pack's name. Which
+servers there are is the packs' registry's to say (``logphase/packs/registry.py``)."""
 
 from __future__ import annotations
 
-from typing import Literal
-
-Server = Literal["sglang", "vllm"]
-SERVERS: tuple[Server, ...] = ("sglang", "vllm")
-# the projects' own spelling, for headlines
-SERVER_NAMES: dict[str, str] = {"sglang": "SGLang", "vllm": "vLLM"}
+Server = str

@@ -447,7 +447,15 @@ PACK = Pack(
         "enforce_eager",
         "max_num_seqs",
     ),
+    # "vLLM API server version X" (0.5-0.11), "vLLM server version X, serving model M" (newest), the
+    # newest's logo line with the version, "Initializing a V1 LLM engine (vX) ..." (every release; the
+    # first line of a run without a front end: the offline LLM class), a headless worker node's launch
     start_rules=("api_server_version", "server_version", "version_logo", "engine_init", "headless_launch"),
+    launch_rules=("api_server_version", "server_version", "headless_launch"),
+    launch_command="vllm serve",
+    # the graphs are captured in what --gpu-memory-utilization leaves, one per batch size up to --max-num-seqs
+    capture_memory_flags=("--gpu-memory-utilization", "--max-num-seqs"),
+    prefix_rules=("vllm_process",),
     # vLLM's engine and front end (SGLang, which reuses vLLM's loader and kernels, prints none of these)
     own_rules=(
         "engine_process_started",

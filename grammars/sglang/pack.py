@@ -6,10 +6,10 @@ about where it struck), and the advice that names SGLang's flags.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from logphase.packs import builders as b
 from logphase.packs.derived import cached, digest
-from logphase.packs.grammars import grammar_dir
 from logphase.packs.rows import (
     BEGIN,
     CLOSE,
@@ -683,7 +683,7 @@ def _mined_functions(hand: tuple[ServerFunction, ...]) -> tuple[ServerFunction, 
     hand row names is left out, and a frame of a hand row decides before any mined one
     (diagnosing/functions.py). A name that two files of the same name (or two classes of one file)
     place in different phases is no evidence either (``_evidence_rows`` says what else is not)."""
-    source = (grammar_dir() / "sglang" / "functions.json").read_bytes()
+    source = (Path(__file__).parent / "functions.json").read_bytes()
     # kept on disk with the hash of the file and of the hand rows (the mining reads ~0.5 MB of JSON
     # and thousands of rows: a tenth of a second a start)
     key = digest([source, repr(hand)])
@@ -728,8 +728,11 @@ PACK = Pack(
         "model": "model_path", "tp": "tp_size", "dp": "dp_size", "ep": "ep_size", "pp": "pp_size",
         "memory": "mem_fraction_static",
     },
-    start_rules=("server_args",),
+    own_rules=("server_args",),
+    prefix_rules=("sglang_prefix",),
     launchers=("launch_server",),
+    launch_command="python -m sglang.launch_server",
+    capture_memory_flags=("--mem-fraction-static", "--cuda-graph-max-bs"),
     # vLLM's distributed helpers that SGLang reuses print these (grammars/vllm/vllm.lark reads them):
     # in an SGLang run they are the scheduler's distributed init
     meanings={
