@@ -28,6 +28,13 @@ How a Lark parse becomes a regular expression, exactly:
   iteration's first token decides its length). Recursion of any other kind, ``?rule`` and aliases are
   not regular here: those messages stay Lark's.
 * ``%ignore`` terminals (Gloo's spaces) are skipped before every token as the lexer skips them.
+
+Which reads a line depends on the grammar and the line only, never on what the process read before:
+the compiled expressions of the messages that can start as the line does (its first token, lexed as
+Lark's lexer lexes it). Their match is the reading; their refusal is final when each of those
+messages compiled exactly, else Lark parses the line (gloo's and torch's inexact messages, the
+configuration dump). So a line is read the same way in a 50-line log, as the 1000th line of a long
+``follow`` or in a second log of the same process. Each message is walked and compiled on first use.
 """
 
 from __future__ import annotations
@@ -651,7 +658,6 @@ class Recogniser:
         self._compiled: dict[tuple[str, str], _Compiled | None] = {}
         # follow reads several logs in threads: a message is walked and compiled by one of them
         self._lock = threading.Lock()
-        self._seen: dict[str, int] = {}  # lines read per first terminal
         self.by_first: dict[str, list[str]] = {}  # first terminal -> the messages that can start with it
         self.messages: list[str] = []
         order, callbacks = self.table.order(self.table.start)
@@ -726,17 +732,12 @@ class Recogniser:
                 return None if m is None else m.lastgroup
             pos = m.end()
 
-    def read(self, text: str, eager: bool = False) -> tuple[Parsed | None, bool]:
+    def read(self, text: str) -> tuple[Parsed | None, bool]:
         """(what Lark's parse gives, as far as the expressions know; whether they decided: True
-        when they matched, or when every message that can start as the line does compiled exactly).
-        Not ``eager``: the first few lines of a first terminal are left undecided (Lark reads them)."""
+        when they matched, or when every message that can start as the line does compiled exactly)."""
         first = self.first_terminal(text)
         if first is None:
             return None, self.scan is not None and "start" not in self._why
-        seen = self._seen[first] = self._seen.get(first, 0) + 1
-        ready = any((rule, first) in self._compiled for rule in self.by_first.get(first, ()))
-        if not eager and seen <= _WARM_FIRST and not ready:
-            return None, False  # not compiled for a few lines: Lark reads them
         decided = not self._any_first
         for rule in self.messages if self._any_first else self.by_first.get(first, ()):
             compiled = self._expression(rule, first)
@@ -750,10 +751,6 @@ class Recogniser:
                 compiled.read(m, text, parsed)
                 return parsed, True
         return None, decided
-
-    def match(self, text: str) -> Parsed | None:
-        """The expressions' reading, compiling what it needs at once."""
-        return self.read(text, eager=True)[0]
 
     def prepare_all(self) -> None:
         """Walk and compile every message (tests and reports of what compiles)."""
@@ -826,9 +823,12 @@ def recogniser(source: str) -> Recogniser:
 
 def recognise(source: str, text: str) -> Parsed | None:
     """What the grammar ``source`` reads in ``text`` (as :func:`grammars.parse` gives it): the
-    compiled expressions' match, else Lark's parse when their refusal is not final. A reading is
-    kept for texts that repeat (each rank prints a message, a library one per layer: 56 % of the
-    texts asked about in the real logs); a Parsed is never changed once built, so it is shared."""
+    compiled expressions' match, else Lark's parse when their refusal is not final (a message that
+    did not compile, or compiled inexactly, can start as the line does). The same text always goes
+    the same way: the choice depends on the grammar and the text, never on what was read before.
+    A reading is kept for texts that repeat (each rank prints a message, a library one per layer:
+    56 % of the texts asked about in the real logs); a Parsed is never changed once built, so it
+    is shared."""
     key = (source, text)
     if key in _READ:
         return _READ[key]
@@ -846,18 +846,8 @@ _MEMO_CHARS = 512  # at most ~2 MB of texts kept
 
 
 def _recognise(source: str, text: str) -> Parsed | None:
-    asked = _ASKED[source] = _ASKED.get(source, 0) + 1
-    if asked <= _WARM_LINES:
-        return parse(source, text)  # a grammar asked about a few lines only: Lark costs less than compiling
     try:
         parsed, decided = recogniser(source).read(text)
     except _Mismatch:
         return parse(source, text)
     return parsed if decided else parse(source, text)
-
-
-# Compiling costs ~1-5 ms a message (walk and re.compile), Lark ~0.1-0.2 ms a line: a grammar's
-# first lines, and a first terminal's first lines, go to Lark; what comes back often is compiled
-_WARM_LINES = 32
-_WARM_FIRST = 8
-_ASKED: dict[str, int] = {}
