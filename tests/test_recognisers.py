@@ -2,10 +2,15 @@
 does: on every ``//:`` example line of every message rule and on every line of every fixture, the
 compiled recogniser and Lark's parser give the same match (rule, tokens, fields, values, children)
 and so the same event; the events, built without validation, are what validation would make of them.
-A line is read by the same recogniser wherever it comes in a process."""
+A line is read by the same recogniser wherever it comes in a process, and the derivation a start
+reads back from disk is the one derived afresh."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,10 +21,11 @@ from logphase.reading.envelope import split_envelope
 from logphase.recognising import classify, recognisers, records
 from logphase.recognising.classify import DISPATCHED
 from logphase.recognising.messages import MESSAGES
-from logphase.recognising.recognisers import recognise, recogniser
+from logphase.recognising.recognisers import Derivation, derivation, derive, recognise, recogniser
 from logphase.vocabulary.events import LineInfo
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "logs"
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures" / "logs"
 # every grammar a line is recognised with: the dispatched ones and the traceback lines' (records.py)
 GRAMMARS = (*DISPATCHED, "traceback")
 AT = LineInfo(line=1, offset=0, raw="", ts=None, ts_inherited=False, rank=None)
@@ -155,3 +161,51 @@ def test_a_repeated_text_is_read_once_and_its_reading_cannot_be_changed_by_a_use
     first.items("missing").append("7")  # a copy: the shared reading stays as parsed
     again = recognise("gloo", text)
     assert again is first and again.items("missing") == ["0", "1"]
+
+
+@pytest.mark.parametrize("grammar", GRAMMARS)
+def test_the_kept_derivation_is_the_one_derived_afresh(grammar: str) -> None:
+    """What a start reads back from disk (JSON) is what the derivation gives, field for field."""
+    fresh = derive(grammar)
+    assert recognisers._derivation_from_data(json.loads(json.dumps(fresh.data()))) == fresh
+    assert derivation(grammar) == fresh  # kept by an earlier test or derived now: the same
+
+
+def test_the_derivation_does_not_depend_on_the_process_that_derived_it() -> None:
+    """A derivation kept by one process is read by every later one: derived under two other hash
+    seeds (set and dict orders differ), it is the same data, to the byte."""
+    code = (
+        "import json, sys; from logphase.recognising.recognisers import derive; "
+        "print(json.dumps({g: derive(g).data() for g in sys.argv[1:]}, sort_keys=True))"
+    )
+    outputs = [
+        subprocess.run(
+            [sys.executable, "-c", code, *GRAMMARS],
+            cwd=ROOT,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in ("1", "2")
+    ]
+    assert outputs[0] == outputs[1]
+    assert json.loads(outputs[0]) == {g: derive(g).data() for g in GRAMMARS}
+
+
+def test_a_kept_derivation_of_another_shape_is_derived_again() -> None:
+    """A damaged or foreign file is refused (and derived again by derived.cached), never used."""
+    good = derive("gloo").data()
+    for broken in (
+        {**good, "scan": 3},
+        {**good, "plans": {"x": ["t", "g", "NAME", True, [1], None]}},
+        {**good, "plans": {"x": ["q"]}},
+        {**good, "exact": {"x": "yes"}},
+        {k: v for k, v in good.items() if k != "by_first"},
+        {**good, "plans": {}},  # expressions whose reading back is not there
+        {**good, "by_first": {"X": ["no_such_message"]}},
+        [],
+    ):
+        with pytest.raises(TypeError):
+            recognisers._derivation_from_data(broken)
+    assert isinstance(recognisers._derivation_from_data(good), Derivation)
