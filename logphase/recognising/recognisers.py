@@ -42,6 +42,10 @@ of the grammars, of Lark's and logphase's versions and of this module: a start r
 ms a grammar) and builds no Lark parser for a grammar whose lines its expressions decide; each
 expression is compiled on first use (``packs/kept_regex.py``). Deriving costs 1-5 ms a message, once
 per machine and version (sglang's 64 messages: ~80 ms).
+
+The derivation reads Lark's internals (its parse table, ``_parse_table``, and its contextual lexers,
+``lexer.lexers``), which Lark does not promise to keep: pyproject.toml bounds Lark to the versions
+``.ci/run`` checks (the lowest and the newest allowed, each running ``tests/test_recognisers.py``).
 """
 
 from __future__ import annotations
