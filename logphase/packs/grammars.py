@@ -157,6 +157,12 @@ def _grammars_key() -> str:
     return digest(parts)
 
 
+def grammars_key() -> str:
+    """The hash :func:`facts` keeps its data under (the grammar files, Lark's and logphase's
+    versions), for what else is derived from the grammars and kept on disk."""
+    return _grammars_key()
+
+
 def _facts_of_parser(source: str) -> dict[str, object]:
     from lark.grammar import Terminal
 

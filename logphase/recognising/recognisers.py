@@ -28,15 +28,34 @@ How a Lark parse becomes a regular expression, exactly:
   iteration's first token decides its length). Recursion of any other kind, ``?rule`` and aliases are
   not regular here: those messages stay Lark's.
 * ``%ignore`` terminals (Gloo's spaces) are skipped before every token as the lexer skips them.
+
+Which reads a line depends on the grammar and the line only, never on what the process read before:
+the compiled expressions of the messages that can start as the line does (its first token, lexed as
+Lark's lexer lexes it). Their match is the reading; their refusal is final when each of those
+messages compiled exactly, else Lark parses the line (gloo's and torch's inexact messages, the
+configuration dump). So a line is read the same way in a 50-line log, as the 1000th line of a long
+``follow`` or in a second log of the same process.
+
+A grammar's derivation (every message walked and emitted for each terminal it can start with, and a
+plan of how a match is read back) is plain data, kept on disk by ``packs/derived.py`` under a hash
+of the grammars, of Lark's and logphase's versions and of this module: a start reads it back (~0.5
+ms a grammar) and builds no Lark parser for a grammar whose lines its expressions decide; each
+expression is compiled on first use (``packs/kept_regex.py``). Deriving costs 1-5 ms a message, once
+per machine and version (sglang's 64 messages: ~80 ms).
+
+The derivation reads Lark's internals (its parse table, ``_parse_table``, and its contextual lexers,
+``lexer.lexers``), which Lark does not promise to keep: pyproject.toml bounds Lark to the versions
+``.ci/run`` checks (the lowest and the newest allowed, each running ``tests/test_recognisers.py``).
 """
 
 from __future__ import annotations
 
 import functools
 import re
-import threading
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from lark import Lark
@@ -44,7 +63,8 @@ from lark.grammar import NonTerminal, Rule, Terminal
 from lark.lexer import TerminalDef
 
 from logphase.packs import kept_regex
-from logphase.packs.grammars import Parsed, parse, parser
+from logphase.packs.derived import cached, digest
+from logphase.packs.grammars import Parsed, grammars_key, parse, parser
 from logphase.vocabulary.errors import LogphaseError
 
 try:  # Python 3.11+: the parser re itself uses (sre_parse warns there)
@@ -112,7 +132,7 @@ class _Loop:
     body: _Alt
     ident: int
     at_least_one: bool = False
-    pattern: re.Pattern[str] | None = None
+    iteration: str = ""  # one iteration's expression (set by the emitter), to read the iterations back
 
 
 _Node = _Term | _Seq | _Alt | _Sub | _Loop
@@ -511,8 +531,7 @@ class _Emitter:
         if not _decided_by_first(node.body):
             raise NotRegularError("a repetition whose iterations its first token does not decide")
         body = self.emit(node.body)
-        if node.pattern is None:
-            node.pattern = kept_regex.compile(body)
+        node.iteration = body
         return f"(?P<l{node.ident}>(?:{body}){'+' if node.at_least_one else '*'})"
 
 
@@ -520,33 +539,99 @@ class _Mismatch(LogphaseError):
     """A repetition read back differently from the whole match: ask Lark (never seen; a guard)."""
 
 
-# A match is read back into the Parsed record that Lark's parse and grammars.flatten_node give: each
-# node becomes one closure, built once per message, that adds the node's tokens and sub-rules to the
-# record being built, in the order of the text (walking the nodes per line was ~40 % of a line's cost).
+# -- how a match is read back: a plan, derived once, turned into closures ------------------------------
+
+# A match is read back into the Parsed record that Lark's parse and grammars.flatten_node give. What to
+# read is derived from the nodes once, as a plan of plain data (kept on disk with the expressions:
+# a start neither builds Lark's parser nor walks its table for them), and the plan becomes one closure
+# per node, built once per message, that adds the node's tokens and sub-rules to the record being
+# built, in the order of the text (walking the nodes per line was ~40 % of a line's cost). Plans:
+#   None                                       nothing to read (anonymous literals only)
+#   ["t", group, terminal, kept, unless, literal]   a token (its text refused when in ``unless``, or
+#                                              when it is not ``literal``: Lark's lexer types it otherwise)
+#   ["s", [plan, ...]]                         a sequence
+#   ["a", ident, [[group, plan], ...]]         a choice: the option whose empty group matched
+#   ["r", rule, plan]                          a named sub-rule: its own record, adopted
+#   ["l", group, ident, iteration, plan]       a repetition: each iteration matched again by ``iteration``
+Plan = list[Any] | None
 _Reader = Callable[[re.Match[str], str, Parsed], None]
 
 
-def _reader(node: _Node) -> _Reader:
+def _plan(node: _Node) -> Plan:
+    """What reading a match of ``node`` takes (after the emitter named its groups)."""
     if isinstance(node, _Term):
-        return _term_reader(node)
+        if not node.group:
+            return None
+        return ["t", node.group, node.name, node.kept, sorted(node.unless), node.table_literal if node.via else None]
     if isinstance(node, _Seq):
-        return _seq_reader(node)
+        parts = [p for p in map(_plan, node.items) if p is not None]
+        if not parts:
+            return None
+        return parts[0] if len(parts) == 1 else ["s", parts]
     if isinstance(node, _Alt):
-        return _alt_reader(node)
+        if len(node.options) == 1:
+            return _plan(node.options[0])
+        return ["a", node.ident, [[f"a{node.ident}_{k}", _plan(o)] for k, o in enumerate(node.options)]]
     if isinstance(node, _Sub):
-        return _sub_reader(node)
-    return _loop_reader(node)
+        inner = _plan(node.inner)
+        return inner if node.inline else ["r", node.rule, inner]
+    return ["l", f"l{node.ident}", node.ident, node.iteration, _plan(node.body)]
+
+
+def _checked_plan(plan: object) -> Plan:
+    """``plan`` when it has a plan's shape (it was read from disk), else TypeError."""
+    if plan is None:
+        return None
+    if not isinstance(plan, list) or not plan:
+        raise TypeError(f"plan: {plan!r}")
+    kind, args = plan[0], plan[1:]
+    if kind == "t" and len(args) == 5:
+        group, name, kept, unless, literal = args
+        if (
+            isinstance(group, str) and isinstance(name, str) and isinstance(kept, bool) and isinstance(unless, list)
+            and all(isinstance(u, str) for u in unless) and (literal is None or isinstance(literal, str))
+        ):
+            return plan
+    elif kind == "s" and len(args) == 1 and isinstance(args[0], list) and all(p is not None for p in args[0]):
+        for part in args[0]:
+            _checked_plan(part)
+        return plan
+    elif kind == "a" and len(args) == 2 and isinstance(args[0], int) and isinstance(args[1], list):
+        for option in args[1]:
+            if not (isinstance(option, list) and len(option) == 2 and isinstance(option[0], str)):
+                raise TypeError(f"plan: {option!r}")
+            _checked_plan(option[1])
+        return plan
+    elif kind == "r" and len(args) == 2 and isinstance(args[0], str):
+        _checked_plan(args[1])
+        return plan
+    elif kind == "l" and len(args) == 4 and isinstance(args[0], str) and isinstance(args[1], int) and isinstance(args[2], str):
+        _checked_plan(args[3])
+        return plan
+    raise TypeError(f"plan: {plan!r}")
+
+
+def _reader(plan: Plan) -> _Reader:
+    if plan is None:
+        return _nothing
+    kind = plan[0]
+    if kind == "t":
+        return _term_reader(*plan[1:])
+    if kind == "s":
+        return _seq_reader([_reader(p) for p in plan[1]])
+    if kind == "a":
+        return _alt_reader(plan[1], [(group, _reader(p)) for group, p in plan[2]])
+    if kind == "r":
+        return _sub_reader(plan[1], _reader(plan[2]))
+    return _loop_reader(plan[1], plan[2], plan[3], _reader(plan[4]))
 
 
 def _nothing(m: re.Match[str], text: str, into: Parsed) -> None:
     return None
 
 
-def _term_reader(node: _Term) -> _Reader:
-    if not node.group:
-        return _nothing
-    group, name, kept = node.group, node.name, node.kept
-    unless, literal = frozenset(node.unless), node.table_literal if node.via else None
+def _term_reader(group: str, name: str, kept: bool, unless_values: list[str], literal: str | None) -> _Reader:
+    unless = frozenset(unless_values)
 
     def read(m: re.Match[str], text: str, into: Parsed) -> None:
         value = m.group(group)
@@ -558,28 +643,21 @@ def _term_reader(node: _Term) -> _Reader:
     return read
 
 
-def _seq_reader(node: _Seq) -> _Reader:
-    parts = tuple(r for r in map(_reader, node.items) if r is not _nothing)
-    if not parts:
-        return _nothing
-    if len(parts) == 1:
-        return parts[0]
+def _seq_reader(parts: list[_Reader]) -> _Reader:
+    steps = tuple(parts)
 
     def read(m: re.Match[str], text: str, into: Parsed) -> None:
-        for part in parts:
-            part(m, text, into)
+        for step in steps:
+            step(m, text, into)
 
     return read
 
 
-def _alt_reader(node: _Alt) -> _Reader:
-    if len(node.options) == 1:
-        return _seq_reader(node.options[0])
-    options = tuple((f"a{node.ident}_{k}", _seq_reader(option)) for k, option in enumerate(node.options))
-    ident = node.ident
+def _alt_reader(ident: int, options: list[tuple[str, _Reader]]) -> _Reader:
+    choices = tuple(options)
 
     def read(m: re.Match[str], text: str, into: Parsed) -> None:
-        for group, option in options:
+        for group, option in choices:
             if m.group(group) is not None:
                 option(m, text, into)
                 return
@@ -588,12 +666,7 @@ def _alt_reader(node: _Alt) -> _Reader:
     return read
 
 
-def _sub_reader(node: _Sub) -> _Reader:
-    inner = _reader(node.inner)
-    if node.inline:
-        return inner  # an _inlined rule: its children are its parent's
-    rule = node.rule
-
+def _sub_reader(rule: str, inner: _Reader) -> _Reader:
     def read(m: re.Match[str], text: str, into: Parsed) -> None:
         child = Parsed(rule)
         inner(m, text, child)
@@ -602,21 +675,197 @@ def _sub_reader(node: _Sub) -> _Reader:
     return read
 
 
-def _loop_reader(node: _Loop) -> _Reader:
-    group, ident, body = f"l{node.ident}", node.ident, _alt_reader(node.body)
+def _loop_reader(group: str, ident: int, iteration: str, body: _Reader) -> _Reader:
+    pattern = kept_regex.compile(iteration)
 
     def read(m: re.Match[str], text: str, into: Parsed) -> None:
-        pattern = node.pattern
-        assert pattern is not None, "a repetition's iteration is compiled with its expression"
         start, end = m.span(group)
         while start < end:
-            iteration = pattern.match(text, start)
-            if iteration is None or iteration.end() > end or iteration.end() == start:
+            one = pattern.match(text, start)
+            if one is None or one.end() > end or one.end() == start:
                 raise _Mismatch(f"repetition {ident} read back differently")
-            body(iteration, text, into)
-            start = iteration.end()
+            body(one, text, into)
+            start = one.end()
 
     return read
+
+
+# -- a grammar's derivation: what its recogniser is built from --------------------------------------
+
+
+class Derivation(NamedTuple):
+    """What a grammar's recogniser is built from, derived from Lark's loaded grammar by
+    :func:`derive`: plain data, kept on disk (``packs/derived.py``) under a hash of the grammars, of
+    Lark's and logphase's versions and of this module, so that a start reads it back instead of
+    building Lark's parser and walking its table. Fresh or read back, it is the same data and the
+    recogniser is built from it the same way."""
+
+    messages: list[str]  # the alternatives of ``start``, in order
+    why: dict[str, str]  # the messages left to Lark, and why ("start": the grammar's)
+    any_first: bool  # every message is tried on every line (a first token the dispatch cannot place)
+    ignore: list[str]  # the %ignore terminals
+    scan: str  # the start state's terminals in the lexer's order, one named group each ("": none)
+    by_first: dict[str, list[str]]  # first terminal -> the messages that can start with it, in order
+    exact: dict[str, bool]  # message -> its expressions' refusal is Lark's too (the messages walked)
+    plans: dict[str, Plan]  # message -> how a match is read back
+    expressions: dict[str, dict[str, str]]  # message -> first terminal -> its expression
+
+    def data(self) -> dict[str, object]:
+        return dict(self._asdict())
+
+
+def _strings(value: object) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise TypeError("derivation: not a list of strings")
+    return value
+
+
+def _mapping(value: object) -> dict[str, Any]:
+    if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+        raise TypeError("derivation: not an object")
+    return value
+
+
+def _derivation_from_data(data: object) -> Derivation:
+    """The derivation kept on disk, checked (a file of another shape is derived again)."""
+    fields = _mapping(data)
+    if set(fields) != set(Derivation._fields):
+        raise TypeError("derivation: other fields")
+    why, exact = _mapping(fields["why"]), _mapping(fields["exact"])
+    if not all(isinstance(v, str) for v in why.values()) or not all(isinstance(v, bool) for v in exact.values()):
+        raise TypeError("derivation: why or exact")
+    expressions = {rule: _mapping(by) for rule, by in _mapping(fields["expressions"]).items()}
+    if not all(isinstance(e, str) for by in expressions.values() for e in by.values()):
+        raise TypeError("derivation: an expression that is not text")
+    if not isinstance(fields["any_first"], bool) or not isinstance(fields["scan"], str):
+        raise TypeError("derivation: any_first or scan")
+    derived = Derivation(
+        messages=_strings(fields["messages"]),
+        why=why,
+        any_first=fields["any_first"],
+        ignore=_strings(fields["ignore"]),
+        scan=fields["scan"],
+        by_first={first: _strings(rules) for first, rules in _mapping(fields["by_first"]).items()},
+        exact=exact,
+        plans={rule: _checked_plan(plan) for rule, plan in _mapping(fields["plans"]).items()},
+        expressions=expressions,
+    )
+    # what the recogniser looks up for a message it tries is there
+    messages = set(derived.messages)
+    if not (
+        all(set(rules) <= messages for rules in derived.by_first.values())
+        and set(derived.expressions) <= set(derived.plans) & set(derived.exact)
+    ):
+        raise TypeError("derivation: a message without its expression, plan or exactness")
+    return derived
+
+
+class _Deriver:
+    """Derives one grammar's recogniser from the grammar as Lark loaded it (its BNF rules, LALR
+    table and contextual lexers): every message walked, and its expression emitted for each
+    terminal it can start with."""
+
+    def __init__(self, source: str) -> None:
+        lark = parser(source)
+        self.table = _Table(lark)
+        self.emitter = _Emitter(self.table)
+        self.structure = _Structure(lark)
+        self.why: dict[str, str] = {}
+        self.by_first: dict[str, list[str]] = {}
+        self.messages: list[str] = []
+        self.order, callbacks = self.table.order(self.table.start)
+        # a literal the start state's lexer reads through a pattern terminal would need the walk to
+        # place: every message is then tried (none of the packs' grammars has one)
+        self.any_first = bool(callbacks)
+        try:
+            self.messages = _message_rules(self.structure)
+        except NotRegularError as why:
+            self.why["start"] = str(why)
+        for rule in self.messages:
+            try:
+                firsts, _ = _firsts(self.structure.rule(rule))
+            except (NotRegularError, RecursionError) as why:
+                self.why[rule] = str(why)
+                firsts = set(self.order)
+            for terminal in self.order:  # the lexer's order: the derivation is the same on every run
+                if terminal in firsts:
+                    self.by_first.setdefault(terminal, []).append(rule)
+
+    def _prepare(self, rule: str) -> tuple[_Sub, str, bool] | None:
+        """A message's nodes walked with Lark's table, the expression's end, and whether it is
+        exact (None: not regular here)."""
+        start: Configs = frozenset({((self.table.start,), ())})
+        try:
+            # a repetition once in the expression (x+) when the lexer tries the same terminals at
+            # its first and its later iterations, else twice (x, then x*)
+            for self.structure.merge_repeats in (True, False):
+                node = _Sub(rule, False, self.structure.rule(rule))
+                walk = _Walk(self.table)
+                ends = frozenset(c for c in walk.walk(node, start) if self.table.accepts(c))
+                if walk.exact:
+                    break
+            return node, self.emitter.skip(walk.ignores(ends)) + r"\Z", walk.exact
+        except (NotRegularError, RecursionError) as why:
+            self.why[rule] = str(why)
+            return None
+
+    def derive(self) -> Derivation:
+        exact: dict[str, bool] = {}
+        plans: dict[str, Plan] = {}
+        expressions: dict[str, dict[str, str]] = {}
+        for rule in self.messages:
+            firsts = [f for f in self.order if self.any_first or rule in self.by_first.get(f, ())]
+            prepared = self._prepare(rule) if firsts else None
+            if prepared is None:
+                continue
+            node, end, exact[rule] = prepared  # the same nodes for every first terminal
+            for first in firsts:
+                try:
+                    expression = self.emitter.emit(node, first) + end
+                    kept_regex.compile(expression)  # refused here, not on a line
+                except (NotRegularError, re.error) as why:
+                    self.why[rule] = str(why)
+                    continue
+                expressions.setdefault(rule, {})[first] = expression
+            if rule in expressions:
+                plans[rule] = _plan(node.inner)  # after emit: it names the groups the plan reads
+        scan = "|".join(f"(?P<{name}>{self.emitter.pattern(name)})" for name in self.order)
+        return Derivation(
+            messages=list(self.messages),
+            why=dict(self.why),
+            any_first=self.any_first,
+            ignore=list(self.table.ignore),
+            scan=scan,
+            by_first=self.by_first,
+            exact=exact,
+            plans=plans,
+            expressions=expressions,
+        )
+
+
+def derive(source: str) -> Derivation:
+    """The grammar ``source``'s recogniser, derived afresh from Lark's loaded grammar."""
+    return _Deriver(source).derive()
+
+
+@functools.cache
+def _derivation_key() -> str | None:
+    """What the kept derivations are computed from besides the grammars and Lark: this module (its
+    derivation) and the interpreter (its regular expression parser). None when this module's text
+    cannot be read: nothing is then kept (a stale derivation must never be read back)."""
+    try:
+        code = Path(__file__).read_bytes()
+    except OSError:
+        return None
+    return digest([grammars_key(), code, sys.version])
+
+
+def derivation(source: str) -> Derivation:
+    """The grammar ``source``'s derivation: read back from disk, else derived and kept."""
+    key = _derivation_key()
+    if key is None:
+        return derive(source)
+    return cached(f"recogniser-{source}", key, lambda: derive(source).data(), _derivation_from_data)
 
 
 # -- a grammar's recogniser ---------------------------------------------------------------------------
@@ -631,89 +880,39 @@ class _Compiled(NamedTuple):
 
 
 class Recogniser:
-    """One grammar's compiled messages. ``read`` gives what Lark's parse would (a Parsed), or None
-    when the expressions refuse the line, and whether that refusal is Lark's too.
+    """One grammar's compiled messages, built from its :class:`Derivation`. ``read`` gives what
+    Lark's parse would (a Parsed), or None when the expressions refuse the line, and whether that
+    refusal is Lark's too.
 
     The first token is lexed as Lark's lexer lexes it in the start state (one scan over the first
     terminals of every message, in the lexer's order); only the messages that can start with it are
-    tried (Lark's parser goes on with those only), each walked and compiled on first use, with its
-    expression for that first terminal: a short log pays for the few messages it holds."""
+    tried (Lark's parser goes on with those only), each compiled on first use, with its expression
+    for that first terminal: a short log pays for the few messages it holds. Which messages are
+    tried, and whether a refusal is final, depends on the grammar and the line only."""
 
-    def __init__(self, source: str) -> None:
+    def __init__(self, source: str, derived: Derivation) -> None:
         self.source = source
-        lark = parser(source)
-        self.table = _Table(lark)
-        self.emitter = _Emitter(self.table)
-        self.structure = _Structure(lark)
-        self._prepared: dict[str, tuple[_Sub, str, bool] | None] = {}  # message -> (nodes, end, exact)
-        self._why: dict[str, str] = {}  # the messages left to Lark, and why
-        # (message, first terminal) -> its expression and the nodes it was emitted from
+        self.derived = derived
+        self.messages = derived.messages
+        self.by_first = derived.by_first
+        self._ignore = frozenset(derived.ignore)
+        self._irregular = "start" in derived.why  # no message can be told from the others
+        self.scan = kept_regex.compile(derived.scan) if derived.scan else None
+        # (message, first terminal) -> its expression; a message's reader, shared by its expressions
         self._compiled: dict[tuple[str, str], _Compiled | None] = {}
-        # follow reads several logs in threads: a message is walked and compiled by one of them
-        self._lock = threading.Lock()
-        self._seen: dict[str, int] = {}  # lines read per first terminal
-        self.by_first: dict[str, list[str]] = {}  # first terminal -> the messages that can start with it
-        self.messages: list[str] = []
-        order, callbacks = self.table.order(self.table.start)
-        # a literal the start state's lexer reads through a pattern terminal would need the walk to
-        # place: every message is then tried (none of the packs' grammars has one)
-        self._any_first = bool(callbacks)
-        try:
-            self.messages = _message_rules(self.structure)
-        except NotRegularError as why:
-            self._why["start"] = str(why)
-        for rule in self.messages:
-            try:
-                firsts, _ = _firsts(self.structure.rule(rule))
-            except (NotRegularError, RecursionError) as why:
-                self._why[rule] = str(why)
-                firsts = set(order)
-            for terminal in firsts:
-                self.by_first.setdefault(terminal, []).append(rule)
-        scan = "|".join(f"(?P<{name}>{self.emitter.pattern(name)})" for name in order)
-        self.scan = kept_regex.compile(scan) if scan else None
-
-    def _prepare(self, rule: str) -> tuple[_Sub, str, bool] | None:
-        """A message's nodes walked with Lark's table (None: not regular here)."""
-        if rule in self._prepared:
-            return self._prepared[rule]
-        start: Configs = frozenset({((self.table.start,), ())})
-        prepared: tuple[_Sub, str, bool] | None = None
-        try:
-            # a repetition once in the expression (x+) when the lexer tries the same terminals at
-            # its first and its later iterations, else twice (x, then x*)
-            for self.structure.merge_repeats in (True, False):
-                node = _Sub(rule, False, self.structure.rule(rule))
-                walk = _Walk(self.table)
-                ends = frozenset(c for c in walk.walk(node, start) if self.table.accepts(c))
-                if walk.exact:
-                    break
-            prepared = (node, self.emitter.skip(walk.ignores(ends)) + r"\Z", walk.exact)
-        except (NotRegularError, RecursionError) as why:
-            self._why[rule] = str(why)
-        self._prepared[rule] = prepared
-        return prepared
+        self._readers: dict[str, _Reader] = {}
 
     def _expression(self, rule: str, first: str) -> _Compiled | None:
         key = (rule, first)
-        if key in self._compiled:
-            return self._compiled[key]
-        with self._lock:
-            if key not in self._compiled:
-                self._compiled[key] = self._compile(rule, first)
+        if key not in self._compiled:  # follow's threads may both compile one: the same result
+            expression = self.derived.expressions.get(rule, {}).get(first)
+            compiled = None
+            if expression is not None:
+                if rule not in self._readers:
+                    self._readers[rule] = _reader(self.derived.plans[rule])
+                compiled = _Compiled(kept_regex.compile(expression), self.derived.exact[rule], self._readers[rule])
+            self._compiled[key] = compiled
         return self._compiled[key]
-
-    def _compile(self, rule: str, first: str) -> _Compiled | None:
-        prepared = self._prepare(rule)
-        if prepared is None:
-            return None
-        try:
-            pattern = kept_regex.compile(self.emitter.emit(prepared[0], first) + prepared[1])
-        except (NotRegularError, re.error) as why:
-            self._why[rule] = str(why)
-            return None
-        # after emit: it sets the groups and the repetitions' patterns the reader reads
-        return _Compiled(pattern, exact=prepared[2], read=_reader(prepared[0].inner))
 
     def first_terminal(self, text: str) -> str | None:
         """The first token's terminal as Lark's lexer reads it (ignored terminals skipped)."""
@@ -722,23 +921,20 @@ class Recogniser:
         pos = 0
         while True:
             m = self.scan.match(text, pos)
-            if m is None or m.lastgroup not in self.table.ignore or m.end() == pos:
+            if m is None or m.lastgroup not in self._ignore or m.end() == pos:
                 return None if m is None else m.lastgroup
             pos = m.end()
 
-    def read(self, text: str, eager: bool = False) -> tuple[Parsed | None, bool]:
+    def read(self, text: str) -> tuple[Parsed | None, bool]:
         """(what Lark's parse gives, as far as the expressions know; whether they decided: True
-        when they matched, or when every message that can start as the line does compiled exactly).
-        Not ``eager``: the first few lines of a first terminal are left undecided (Lark reads them)."""
+        when they matched, or when every message that can start as the line does compiled exactly)."""
+        if self._irregular:
+            return None, False
         first = self.first_terminal(text)
         if first is None:
-            return None, self.scan is not None and "start" not in self._why
-        seen = self._seen[first] = self._seen.get(first, 0) + 1
-        ready = any((rule, first) in self._compiled for rule in self.by_first.get(first, ()))
-        if not eager and seen <= _WARM_FIRST and not ready:
-            return None, False  # not compiled for a few lines: Lark reads them
-        decided = not self._any_first
-        for rule in self.messages if self._any_first else self.by_first.get(first, ()):
+            return None, self.scan is not None
+        decided = not self.derived.any_first
+        for rule in self.messages if self.derived.any_first else self.by_first.get(first, ()):
             compiled = self._expression(rule, first)
             if compiled is None:
                 decided = False
@@ -751,37 +947,24 @@ class Recogniser:
                 return parsed, True
         return None, decided
 
-    def match(self, text: str) -> Parsed | None:
-        """The expressions' reading, compiling what it needs at once."""
-        return self.read(text, eager=True)[0]
-
-    def prepare_all(self) -> None:
-        """Walk and compile every message (tests and reports of what compiles)."""
-        for first, rules in self.by_first.items():
-            for rule in rules:
-                self._expression(rule, first)
-
     @property
     def rules(self) -> list[str]:
-        """The messages compiled (every one walked first)."""
-        self.prepare_all()
-        return [r for r in self.messages if self._prepared.get(r) is not None and r not in self._why]
+        """The messages compiled."""
+        return [r for r in self.messages if r in self.derived.expressions and r not in self.derived.why]
 
     @property
     def irregular(self) -> dict[str, str]:
-        """The messages left to Lark, and why (every one walked first)."""
-        self.prepare_all()
-        return dict(self._why)
+        """The messages left to Lark, and why."""
+        return dict(self.derived.why)
 
     @property
     def complete(self) -> bool:
         """True when every refusal is Lark's too (every message compiled, exactly)."""
-        self.prepare_all()
+        derived = self.derived
         return (
-            not self._why
-            and not self._any_first
-            and all(p is not None and p[2] for p in self._prepared.values())
-            and len(self._prepared) == len(self.messages)
+            not derived.why
+            and not derived.any_first
+            and all(derived.exact.get(r, False) and r in derived.expressions for r in derived.messages)
         )
 
 
@@ -821,14 +1004,17 @@ def _message_rules(structure: _Structure) -> list[str]:
 
 @functools.cache
 def recogniser(source: str) -> Recogniser:
-    return Recogniser(source)
+    return Recogniser(source, derivation(source))
 
 
 def recognise(source: str, text: str) -> Parsed | None:
     """What the grammar ``source`` reads in ``text`` (as :func:`grammars.parse` gives it): the
-    compiled expressions' match, else Lark's parse when their refusal is not final. A reading is
-    kept for texts that repeat (each rank prints a message, a library one per layer: 56 % of the
-    texts asked about in the real logs); a Parsed is never changed once built, so it is shared."""
+    compiled expressions' match, else Lark's parse when their refusal is not final (a message that
+    did not compile, or compiled inexactly, can start as the line does). The same text always goes
+    the same way: the choice depends on the grammar and the text, never on what was read before.
+    A reading is kept for texts that repeat (each rank prints a message, a library one per layer:
+    56 % of the texts asked about in the real logs); a Parsed is never changed once built, so it
+    is shared."""
     key = (source, text)
     if key in _READ:
         return _READ[key]
@@ -846,18 +1032,8 @@ _MEMO_CHARS = 512  # at most ~2 MB of texts kept
 
 
 def _recognise(source: str, text: str) -> Parsed | None:
-    asked = _ASKED[source] = _ASKED.get(source, 0) + 1
-    if asked <= _WARM_LINES:
-        return parse(source, text)  # a grammar asked about a few lines only: Lark costs less than compiling
     try:
         parsed, decided = recogniser(source).read(text)
     except _Mismatch:
         return parse(source, text)
     return parsed if decided else parse(source, text)
-
-
-# Compiling costs ~1-5 ms a message (walk and re.compile), Lark ~0.1-0.2 ms a line: a grammar's
-# first lines, and a first terminal's first lines, go to Lark; what comes back often is compiled
-_WARM_LINES = 32
-_WARM_FIRST = 8
-_ASKED: dict[str, int] = {}
