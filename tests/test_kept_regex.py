@@ -1,7 +1,7 @@
 """Regular expressions kept on disk (packs/kept_regex.py): a pattern built from kept code is the
 pattern ``re.compile`` gives, on every pattern logphase compiles; a damaged or foreign file, or a
-record of another pattern, is never used; without the interpreter's internals every call is
-``re.compile``."""
+record of another pattern, is never used; nothing is written unless the process keeps the cache;
+without the interpreter's internals every call is ``re.compile``."""
 
 from __future__ import annotations
 
@@ -23,13 +23,13 @@ from tests.conftest import ROOT, fixture_logs
 
 @pytest.fixture
 def fresh_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A kept-data folder of this test alone, and the module's store read anew from it."""
+    """A kept-data folder of this test alone, written to (as the command line does), and the
+    module's store read anew from it."""
     folder = tmp_path / "cache"
     monkeypatch.setenv(derived.CACHE_ENV, str(folder))
-    derived.cache_dir.cache_clear()
+    monkeypatch.setattr(derived, "_writing", True)
     _reread(monkeypatch)
     yield folder
-    derived.cache_dir.cache_clear()
 
 
 def _reread(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -57,9 +57,7 @@ def test_the_interpreter_can_keep_patterns() -> None:
     assert sys.implementation.name != "cpython" or kept_regex._the_engine() is not None
 
 
-def test_every_pattern_logphase_compiles_is_the_same_built_from_kept_code(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
-) -> None:
+def test_every_pattern_logphase_compiles_is_the_same_built_from_kept_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     sample = 400
     texts: list[str] = []
     for log in fixture_logs():
@@ -71,8 +69,7 @@ def test_every_pattern_logphase_compiles_is_the_same_built_from_kept_code(
     assert len(patterns) > 50  # the recognisers, heads, scanners of Lark's lexers...
     # into a new file, then read back from it as a new process would
     monkeypatch.setenv(derived.CACHE_ENV, str(tmp_path / "cache"))
-    derived.cache_dir.cache_clear()
-    request.addfinalizer(derived.cache_dir.cache_clear)
+    monkeypatch.setattr(derived, "_writing", True)
     _reread(monkeypatch)
     for pattern, flags in patterns:
         kept_regex.compile(pattern, flags)
@@ -174,6 +171,23 @@ def test_a_record_that_does_not_decode_is_compiled_anew(fresh_store: Path, monke
         _reread(monkeypatch)
         _same(kept_regex.compile(pattern), re.compile(pattern), ["TP3 ready"])
         assert key in kept_regex._new
+
+
+def test_nothing_is_written_unless_the_process_keeps_the_cache(fresh_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A library that did not call keep_cache writes nothing, at exit neither (no atexit hook of
+    ours); a kept file is still read."""
+    monkeypatch.setattr(derived, "_writing", False)
+    kept_regex.compile(r"never (kept)")
+    kept_regex.save()
+    derived.flush()
+    assert not fresh_store.exists()
+    monkeypatch.setattr(derived, "_writing", True)
+    kept_regex.save()
+    assert len(list(fresh_store.glob("regex-*.marshal"))) == 1
+    monkeypatch.setattr(derived, "_writing", False)
+    _reread(monkeypatch)
+    kept_regex.compile(r"never (kept)")
+    assert not kept_regex._new  # read from the file
 
 
 def test_a_bad_pattern_raises_as_re_does(fresh_store: Path) -> None:

@@ -28,15 +28,14 @@ Safe by construction, and optional:
   names, matches): tests/test_kept_regex.py compares them on the patterns logphase compiles.
 
 Records are zlib-compressed one by one (the code is 32-bit integers, mostly small: a tenth of the
-size; only the records a start uses are decompressed). New patterns are written back by ``save()``
-(the CLI calls it before it exits; ``atexit`` for library users), merged with what another process
-wrote meanwhile.
+size; only the records a start uses are decompressed). New patterns are written back by ``save()``,
+merged with what another process wrote meanwhile, only when the process was asked to keep the cache
+(derived.keep_cache: the command line asks, and calls ``derived.flush()`` before it exits).
 """
 
 from __future__ import annotations
 
 import array
-import atexit
 import hashlib
 import importlib
 import marshal
@@ -48,6 +47,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, AnyStr
 
+from logphase.packs import derived
 from logphase.packs.derived import cache_dir, digest, write_whole
 
 # bumped when the shape of the kept file changes
@@ -142,8 +142,6 @@ def _the_engine() -> _Engine | None:
     global _engine, _engine_checked
     if not _engine_checked:
         _engine, _engine_checked = _make_engine(), True
-        if _engine is not None:
-            atexit.register(save)
     return _engine
 
 
@@ -247,9 +245,10 @@ def _compile(engine: _Engine, pattern: AnyStr, flags: int) -> re.Pattern[AnyStr]
 
 
 def save() -> None:
-    """Write the patterns compiled since the file was read, merged with the file as it is now."""
+    """Write the patterns compiled since the file was read, merged with the file as it is now (when
+    this process keeps the cache: derived.keep_cache)."""
     engine = _engine
-    if engine is None or not _new:
+    if engine is None or not _new or not derived.writing():
         return
     path = _path(engine)
     if path is None:
@@ -264,6 +263,8 @@ def save() -> None:
     payload = marshal.dumps(merged)
     write_whole(path, _checksum(payload) + payload)
 
+
+derived.on_flush(save)
 
 
 def _match(pattern: str, text: str, flags: int = 0) -> re.Match[str] | None:
