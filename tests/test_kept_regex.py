@@ -57,8 +57,16 @@ def test_the_interpreter_can_keep_patterns() -> None:
     assert sys.implementation.name != "cpython" or kept_regex._the_engine() is not None
 
 
-def test_every_pattern_logphase_compiles_is_the_same_built_from_kept_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    sample = 400
+@pytest.mark.parametrize(
+    "sample",
+    # lines of the fixtures each pattern is searched in, both ways (the code is compared to the
+    # integer anyway): a few in the default tier, 400 in the long one (2-3 minutes: a search for a
+    # pattern written for match is quadratic on a long line)
+    [pytest.param(10, id="10-lines"), pytest.param(400, id="400-lines", marks=pytest.mark.long)],
+)
+def test_every_pattern_logphase_compiles_is_the_same_built_from_kept_code(
+    sample: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     texts: list[str] = []
     for log in fixture_logs():
         data = log.read_bytes()
