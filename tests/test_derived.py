@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from logphase.packs import derived, grammars, sglang
+from logphase.packs import derived, grammars, kept_regex, sglang
 from logphase.packs.grammars import GRAMMAR_SOURCES, examples
 from logphase.recognising import classify
 from logphase.recognising.prefilter import alternatives, start_chars
@@ -138,6 +138,12 @@ def test_an_empty_cache_dir_turns_the_cache_off(tmp_path: Path, monkeypatch: pyt
     assert derived.cached("item", "k1", lambda: "computed", str) == "computed"  # not read
     assert derived.cached("item", "k2", lambda: "computed", str) == "computed"
     assert sorted(p.name for p in (tmp_path / "xdg" / "logphase").iterdir()) == ["item-k1.json.zlib"]  # nor written
+    # nor Lark's tables or the compiled patterns: no file is named to Lark, none to read patterns from
+    asked: list[bool | str] = []
+    grammars._with_kept_tables("tqdm", lambda cache: asked.append(cache))  # type: ignore[func-returns-value]
+    assert asked == [False]
+    engine = kept_regex._the_engine()
+    assert engine is None or kept_regex._path(engine) is None
 
 
 def test_a_library_that_did_not_ask_reads_but_writes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
