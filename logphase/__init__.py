@@ -40,6 +40,7 @@ _LAZY = {
     "compare": "logphase.faces.oracle",
     "assert_startup": "logphase.testing",
     "LogphaseError": "logphase.vocabulary.errors",
+    "keep_cache": "logphase.packs.derived",
 }
 
 if TYPE_CHECKING:
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
     from logphase.faces.live.follow import Follower, FollowOptions, follow_file, follow_stream
     from logphase.faces.live.follow_records import FollowRecord
     from logphase.faces.oracle import CheckResult, Comparison, Expectations, check, compare
+    from logphase.packs.derived import keep_cache
     from logphase.reporting.merge import MergedReport, merge
     from logphase.reporting.report import SCHEMA_VERSION, Report
     from logphase.testing import assert_startup
@@ -92,6 +94,7 @@ __all__ = [
     "compare",
     "follow_file",
     "follow_stream",
+    "keep_cache",
     "merge",
     "parse_bytes",
     "parse_file",

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -50,10 +51,12 @@ def fixture_logs() -> list[Path]:
 
 # Examples drawn per property and fixture in each Hypothesis profile. Most properties run once per
 # fixture (44 of them, tens of ms a parse), so a few examples each make hundreds per property and run,
-# and the whole suite stays within 3 minutes on 2 cores; `dev` draws new ones on every run (and
-# replays the failures it found), `long` is for a hunt (HYPOTHESIS_PROFILE=long).
+# and the default tier stays within 2 minutes on 2 cores; `dev` draws new ones on every run (and
+# replays the failures it found), `long` is for a hunt: the long tier (`-m long`), or
+# HYPOTHESIS_PROFILE=long on the tests you name.
 PROFILE_EXAMPLES = {"ci": 6, "dev": 6, "long": 500}
-PROFILE = os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev")
+# set by pytest_configure, before any test module is imported (their @settings read it)
+PROFILE = "dev"
 
 
 def examples(default: int) -> int:
@@ -62,7 +65,7 @@ def examples(default: int) -> int:
     return default * 10 if PROFILE == "long" else default
 
 
-def _hypothesis_profiles() -> None:
+def _hypothesis_profiles(profile: str) -> None:
     """`ci` (derandomized: the same examples on every run), `dev` (the default without CI: random
     examples, the failing ones kept and replayed) and `long` (many more examples, for a property
     hunt). The example database is the checkout's git-ignored `.hypothesis/`: tests write nothing
@@ -79,7 +82,42 @@ def _hypothesis_profiles() -> None:
     settings.register_profile("ci", max_examples=PROFILE_EXAMPLES["ci"], derandomize=True, database=None, **common)
     settings.register_profile("dev", max_examples=PROFILE_EXAMPLES["dev"], database=database, **common)
     settings.register_profile("long", max_examples=PROFILE_EXAMPLES["long"], database=database, **common)
-    settings.load_profile(PROFILE)
+    settings.load_profile(profile)
 
 
-_hypothesis_profiles()
+# -- the long tier -----------------------------------------------------------------------------------
+# `python -m pytest` runs the default tier: the tests marked `long` are deselected (the summary counts
+# them). `-m long` runs the long tier: those tests and every property test (Hypothesis), the latter
+# with the `long` profile. Any -m that names `long` (`-m "not long"`, `-m "long or browser"`) decides
+# by itself, as -m does.
+_LONG_TIER = pytest.StashKey[bool]()
+_NAMES_LONG = pytest.StashKey[bool]()
+
+
+def _mark_words(markexpr: str) -> list[str]:
+    return re.findall(r"\w+|\S", markexpr)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    global PROFILE
+    words = _mark_words(str(config.getoption("markexpr", "") or ""))
+    config.stash[_NAMES_LONG] = "long" in words
+    config.stash[_LONG_TIER] = any(w == "long" and (i == 0 or words[i - 1] != "not") for i, w in enumerate(words))
+    PROFILE = os.environ.get("HYPOTHESIS_PROFILE") or (
+        "long" if config.stash[_LONG_TIER] else "ci" if os.environ.get("CI") else "dev"
+    )
+    _hypothesis_profiles(PROFILE)
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects: the property tests join the long tier first
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.stash[_LONG_TIER]:
+        for item in items:
+            if hasattr(getattr(item, "obj", None), "hypothesis"):  # what @given leaves on a test
+                item.add_marker(pytest.mark.long)
+    if config.stash[_NAMES_LONG]:
+        return  # -m decides
+    long = [item for item in items if item.get_closest_marker("long") is not None]
+    if long:
+        config.hook.pytest_deselected(items=long)
+        items[:] = [item for item in items if item.get_closest_marker("long") is None]

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from logphase.reading.lines import LineRun, LineSplitter
 from logphase.recognising import bulk as bulk_module
 from logphase.recognising.bulk import junk_line
+from tests.conftest import examples
 from tests.logs import kv_failure, tp2_startup
 from tests.test_fast_path import LINES, lines_of, report, ts
 
@@ -91,14 +92,15 @@ def logs_with_junk(draw: st.DrawFn) -> bytes:
     return b"".join(out)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+# 20 logs in the default tier, 200 in the long one (conftest.examples): 200 took ~3 s of a 2-core run
+@settings(max_examples=examples(20), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(logs_with_junk(), st.lists(st.integers(min_value=0, max_value=20000), max_size=6))
 def test_bulk_report_equals_line_by_line_on_junk(data: bytes, cuts: list[int]) -> None:
     cuts = [c for c in cuts if c <= len(data)]
     assert report(data, False, cuts) == report(data, True, [])
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=examples(15), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(logs_with_junk(), st.lists(st.integers(min_value=0, max_value=20000), max_size=6))
 def test_junk_runs_split_like_lines(data: bytes, cuts: list[int]) -> None:
     cuts = [c for c in cuts if c <= len(data)]

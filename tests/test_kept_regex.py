@@ -1,13 +1,16 @@
 """Regular expressions kept on disk (packs/kept_regex.py): a pattern built from kept code is the
-pattern ``re.compile`` gives, on every pattern logphase compiles; a damaged or foreign file is never
-used; without the interpreter's internals every call is ``re.compile``."""
+pattern ``re.compile`` gives, on every pattern logphase compiles; a damaged or foreign file, or a
+record of another pattern, is never used; nothing is written unless the process keeps the cache;
+without the interpreter's internals every call is ``re.compile``."""
 
 from __future__ import annotations
 
+import marshal
 import os
 import re
 import subprocess
 import sys
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,15 +23,13 @@ from tests.conftest import ROOT, fixture_logs
 
 @pytest.fixture
 def fresh_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A kept-data folder of this test alone, and the module's store read anew from it."""
+    """A kept-data folder of this test alone, written to (as the command line does), and the
+    module's store read anew from it."""
     folder = tmp_path / "cache"
     monkeypatch.setenv(derived.CACHE_ENV, str(folder))
-    derived.cache_dir.cache_clear()
-    monkeypatch.setattr(kept_regex, "_kept", None)
-    monkeypatch.setattr(kept_regex, "_new", {})
-    monkeypatch.setattr(kept_regex, "_built", {})
+    monkeypatch.setattr(derived, "_writing", True)
+    _reread(monkeypatch)
     yield folder
-    derived.cache_dir.cache_clear()
 
 
 def _reread(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -56,32 +57,41 @@ def test_the_interpreter_can_keep_patterns() -> None:
     assert sys.implementation.name != "cpython" or kept_regex._the_engine() is not None
 
 
+@pytest.mark.parametrize(
+    "sample",
+    # lines of the fixtures each pattern is searched in, both ways (the code is compared to the
+    # integer anyway): a few in the default tier, 400 in the long one (2-3 minutes: a search for a
+    # pattern written for match is quadratic on a long line)
+    [pytest.param(10, id="10-lines"), pytest.param(400, id="400-lines", marks=pytest.mark.long)],
+)
 def test_every_pattern_logphase_compiles_is_the_same_built_from_kept_code(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    sample: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     texts: list[str] = []
     for log in fixture_logs():
         data = log.read_bytes()
         parse_bytes(data, source=log.name)
         texts += data.decode("utf-8", errors="replace").splitlines()[::7]
-    # every pattern this process compiled or read back so far (other tests' too, in a shared worker)
-    patterns = list(kept_regex._kept or {})
+    # every pattern this process compiled so far (other tests' too, in a shared worker)
+    patterns = list(kept_regex._built)
     assert len(patterns) > 50  # the recognisers, heads, scanners of Lark's lexers...
     # into a new file, then read back from it as a new process would
     monkeypatch.setenv(derived.CACHE_ENV, str(tmp_path / "cache"))
-    derived.cache_dir.cache_clear()
-    try:
-        _reread(monkeypatch)
-        for pattern, flags in patterns:
-            kept_regex.compile(pattern, flags)
-        kept_regex.save()
-        _reread(monkeypatch)
-        sample = texts[:400]
-        for pattern, flags in patterns:
-            _same(kept_regex.compile(pattern, flags), re.compile(pattern, flags), sample)
-        assert not kept_regex._new, "every pattern was read back from the file"
-    finally:
-        derived.cache_dir.cache_clear()
+    monkeypatch.setattr(derived, "_writing", True)
+    _reread(monkeypatch)
+    for pattern, flags in patterns:
+        kept_regex.compile(pattern, flags)
+    kept_regex.save()
+    _reread(monkeypatch)
+    engine = kept_regex._the_engine()
+    assert engine is not None
+    sample_texts = texts[:: len(texts) // sample][:sample]  # from every fixture
+    kept = kept_regex._read(kept_regex._path(engine))
+    for pattern, flags in patterns:
+        # the code read back is the code re's compiler gives now, to the integer
+        assert kept_regex._unpack(kept[kept_regex._key(pattern, flags)], pattern, flags) == engine.entry(pattern, flags)
+        _same(kept_regex.compile(pattern, flags), re.compile(pattern, flags), sample_texts)
+    assert not kept_regex._new, "every pattern was read back from the file"
 
 
 def test_a_damaged_file_is_never_used(fresh_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -94,7 +104,7 @@ def test_a_damaged_file_is_never_used(fresh_store: Path, monkeypatch: pytest.Mon
     path.write_bytes(bytes(content))
     _reread(monkeypatch)
     _same(kept_regex.compile(pattern), re.compile(pattern), ["8 ranks ready", "1 rank"])
-    assert (pattern, 0) in kept_regex._new  # compiled anew, not read
+    assert kept_regex._key(pattern, 0) in kept_regex._new  # compiled anew, not read
 
 
 def test_a_torn_or_foreign_file_is_compiled_anew(fresh_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -106,6 +116,86 @@ def test_a_torn_or_foreign_file_is_compiled_anew(fresh_store: Path, monkeypatch:
         path.write_bytes(content)
         _reread(monkeypatch)
         _same(kept_regex.compile(pattern), re.compile(pattern), ["[2026-01-01 00:00:00 TP0] x"])
+
+
+def _rewrite(path: Path, change: dict[bytes, bytes]) -> None:
+    """Change records of a kept file and give it a valid checksum again (a writer's mistake that a
+    checksum cannot see)."""
+    records = marshal.loads(path.read_bytes()[4:])
+    records.update(change)
+    payload = marshal.dumps(records)
+    path.write_bytes(zlib.crc32(payload).to_bytes(4, "little") + payload)
+
+
+def test_two_swapped_records_are_never_used(fresh_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each record is of the pattern it was compiled from: one filed under another pattern's key is
+    compiled anew (before, ``compile(r'foo\\d+')`` built the code of ``bar\\w+`` and matched ``barxyz``)."""
+    foo, bar = r"foo\d+", r"bar\w+"
+    kept_regex.compile(foo)
+    kept_regex.compile(bar)
+    kept_regex.save()
+    (path,) = fresh_store.glob("regex-*.marshal")
+    records = marshal.loads(path.read_bytes()[4:])
+    foo_key, bar_key = kept_regex._key(foo, 0), kept_regex._key(bar, 0)
+    _rewrite(path, {foo_key: records[bar_key], bar_key: records[foo_key]})
+    _reread(monkeypatch)
+    assert kept_regex.compile(foo).match("barxyz") is None
+    assert kept_regex.compile(bar).match("foo12") is None
+    _same(kept_regex.compile(foo), re.compile(foo), ["foo12", "barxyz", "foo"])
+    _same(kept_regex.compile(bar), re.compile(bar), ["foo12", "barxyz", "bar"])
+    assert {foo_key, bar_key} <= set(kept_regex._new)  # compiled anew, and rewritten right at the next save
+    kept_regex.save()
+    _reread(monkeypatch)
+    kept_regex.compile(foo)
+    kept_regex.compile(bar)
+    assert not kept_regex._new
+
+
+def test_a_record_of_other_flags_or_type_is_never_used(fresh_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The record names its flags and whether its text is str or bytes: the same text with
+    IGNORECASE, or as bytes, is compiled anew."""
+    pattern = r"Load (?P<what>weight) begin"
+    kept_regex.compile(pattern)
+    kept_regex.save()
+    (path,) = fresh_store.glob("regex-*.marshal")
+    record = marshal.loads(path.read_bytes()[4:])[kept_regex._key(pattern, 0)]
+    _rewrite(path, {kept_regex._key(pattern, re.IGNORECASE): record, kept_regex._key(pattern.encode(), 0): record})
+    _reread(monkeypatch)
+    _same(kept_regex.compile(pattern, re.IGNORECASE), re.compile(pattern, re.IGNORECASE), ["load WEIGHT begin"])
+    _same(kept_regex.compile(pattern.encode()), re.compile(pattern.encode()), ["Load weight begin"])
+    assert kept_regex._key(pattern, re.IGNORECASE) in kept_regex._new
+    assert kept_regex._key(pattern.encode(), 0) in kept_regex._new
+    assert kept_regex._key(pattern, 0) not in kept_regex._new  # its own record is read
+
+
+def test_a_record_that_does_not_decode_is_compiled_anew(fresh_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pattern = r"(?P<rank>TP\d+) ready"
+    kept_regex.compile(pattern)
+    kept_regex.save()
+    (path,) = fresh_store.glob("regex-*.marshal")
+    key = kept_regex._key(pattern, 0)
+    for record in (b"", b"not zlib", zlib.compress(b"not marshal"), zlib.compress(marshal.dumps((pattern, 0, "short")))):
+        _rewrite(path, {key: record})
+        _reread(monkeypatch)
+        _same(kept_regex.compile(pattern), re.compile(pattern), ["TP3 ready"])
+        assert key in kept_regex._new
+
+
+def test_nothing_is_written_unless_the_process_keeps_the_cache(fresh_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A library that did not call keep_cache writes nothing, at exit neither (no atexit hook of
+    ours); a kept file is still read."""
+    monkeypatch.setattr(derived, "_writing", False)
+    kept_regex.compile(r"never (kept)")
+    kept_regex.save()
+    derived.flush()
+    assert not fresh_store.exists()
+    monkeypatch.setattr(derived, "_writing", True)
+    kept_regex.save()
+    assert len(list(fresh_store.glob("regex-*.marshal"))) == 1
+    monkeypatch.setattr(derived, "_writing", False)
+    _reread(monkeypatch)
+    kept_regex.compile(r"never (kept)")
+    assert not kept_regex._new  # read from the file
 
 
 def test_a_bad_pattern_raises_as_re_does(fresh_store: Path) -> None:

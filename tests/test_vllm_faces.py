@@ -72,15 +72,25 @@ def test_several_logs_take_them(vllm_log: Path) -> None:
         assert outcomes[0].report is not None and _year(outcomes[0].report) == (2024, "file_time")
 
 
-def test_follow_takes_them(vllm_log: Path) -> None:
+def _follow_to_timeout(path: Path, options: FollowOptions) -> list[Follower]:
+    """follow_file to its --timeout (``until="eof"`` never comes on a file by name), on a fake
+    clock that each pause moves on: at once, where the real clock made it wait the timeout out."""
+    clock = [0.0]
+
+    def sleep(seconds: float) -> None:
+        clock[0] += max(seconds, 0.01)
+
     followers: list[Follower] = []
-    options = FollowOptions(until="eof", timeout=60.0)
-    list(follow_file(str(vllm_log), options, sleep=lambda _: None, on_follower=followers.append))
+    records = list(follow_file(str(path), options, clock=lambda: clock[0], sleep=sleep, on_follower=followers.append))
+    assert records[-1].kind == "timeout"  # it ran to its --timeout, read all there was
+    return followers
+
+
+def test_follow_takes_them(vllm_log: Path) -> None:
+    followers = _follow_to_timeout(vllm_log, FollowOptions(until="eof", timeout=60.0))
     report = followers[-1].engine.report()
     assert report.server == "vllm" and _year(report) == (2024, "file_time")
-    forced: list[Follower] = []
-    options = FollowOptions(until="eof", timeout=60.0, server="vllm")
-    list(follow_file(str(SGLANG_READY), options, sleep=lambda _: None, on_follower=forced.append))
+    forced = _follow_to_timeout(SGLANG_READY, FollowOptions(until="eof", timeout=60.0, server="vllm"))
     assert forced[-1].engine.report().server == "vllm"
 
 

@@ -18,7 +18,7 @@ from logphase.faces import collector
 from logphase.faces.commands import check, compare, follow, parse, report, schema
 from logphase.faces.exit_codes import EXIT_INTERRUPTED, EXIT_OUTPUT_CLOSED, EXIT_USAGE
 from logphase.faces.inputs import InputError
-from logphase.packs import kept_regex
+from logphase.packs import derived
 
 # in the order `logphase --help` lists them
 COMMANDS: tuple[ModuleType, ...] = (parse, follow, check, compare, report, schema)
@@ -84,10 +84,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def entry_point() -> None:
+    # the command line keeps what it derives for its next start (the library writes nothing unless
+    # asked: packs/derived.py); asked before anything is derived (commands import the engine in run())
+    derived.keep_cache()
     collector.starting()  # resumed when the input is opened (faces/collector.py)
     code = main()
     # patterns compiled for the first time on this machine are kept for the next run (os._exit skips atexit)
-    kept_regex.save()
+    derived.flush()
     # Tearing the interpreter down (pydantic's and Lark's objects) is ~10% of a short run, and
     # nothing of ours needs it: flush what was printed and leave.
     try:
