@@ -152,11 +152,13 @@ def test_junk_line(line: str, is_junk: bool) -> None:
 def test_every_server_args_head_holds_its_literal() -> None:
     """classify() skips a line longer than MAX_PARSE_CHARS without it: only server_args is built
     from such a line."""
-    from logphase.recognising.classify import _SERVER_ARGS_LITERAL, _heads
+    from logphase.recognising.classify import _DUMP_LITERALS, DUMP_GRAMMARS, _heads
     from logphase.recognising.prefilter import literal_factors
 
-    for head in _heads("server_args"):
-        assert literal_factors(head) == {_SERVER_ARGS_LITERAL}
+    assert DUMP_GRAMMARS == ("server_args",)
+    for grammar, literal in zip(DUMP_GRAMMARS, _DUMP_LITERALS, strict=True):
+        for head in _heads(grammar):
+            assert literal_factors(head) == {literal}
 
 
 @pytest.mark.parametrize(

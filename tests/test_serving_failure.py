@@ -5,6 +5,7 @@ succeeded, then the failure, when, and how long after ready."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -110,3 +111,20 @@ def test_a_window_of_a_serving_log_says_failed_while_serving_without_a_ready_it_
 def test_a_failure_on_another_day_names_its_date() -> None:
     late = SERVING_THEN_OOM.replace("2026-05-09 15:05", "2026-05-10 15:05")
     assert "FAILED while serving at 2026-05-10 15:05:27 (24.7 h after ready)" in headline(parse_text(late))
+
+
+def test_a_request_s_traceback_cut_after_its_header_is_no_failure_of_the_server() -> None:
+    """uvicorn logs 'Exception in ASGI application' on the line before one request's traceback: the
+    traceback is that request's whatever it holds, even cut before its first frame (a property's
+    example: the log ended at 'Trace' and the server read as failed while serving)."""
+    from logphase import parse_bytes
+
+    fixture = (Path(__file__).resolve().parents[1] / "fixtures" / "logs" / "serving_request_errors.log").read_bytes()
+    at = fixture.index(b"ERROR:    Exception in ASGI application")
+    cut = fixture[: fixture.index(b"\n", at) + len(b"\nTrace")]
+    assert cut.endswith(b"\nTrace")
+    report = parse_bytes(cut)
+    assert report.outcome == "ready" and report.failure is None
+    # the same header before a start-up's traceback (no server up yet) does not hide a failure
+    before_ready = b"ERROR:    Exception in ASGI application\nTraceback (most recent call last):\n  File \"/x.py\", line 1, in f\nRuntimeError: boom\n"
+    assert parse_bytes(before_ready).outcome == "failed"

@@ -17,6 +17,7 @@ from logphase.packs.rows import (
     EVIDENCE,
     HTTP_UP,
     WEAK,
+    BatchLines,
     ByLine,
     C,
     D,
@@ -137,11 +138,8 @@ _MESSAGES: dict[str, Message] = {
         "sglang",
         b.child("kill_process_tree"),
     ),
-    "scheduler_died": Message(
-        "sglang",
-        b.child("scheduler_died", "died_code"),
-    ),
-    "scheduler_dead": Message("sglang", b.child("scheduler_dead")),
+    "scheduler_died": Message("sglang", b.child("scheduler_died", "died_code"), names_rank="rank_index"),
+    "scheduler_dead": Message("sglang", b.child("scheduler_dead"), names_rank="rank_index"),
     "exit_code": Message("sglang", b.child("exit_code", "code")),
     "init_failed": Message("sglang", b.error("init_failed"), cause=Cause.CHILD_PROCESS_FAILED),
     "watchdog_timeout": Message(
@@ -163,6 +161,7 @@ _MESSAGES: dict[str, Message] = {
         "sglang",
         b.error("not_enough_memory"),
         cause=Cause.KV_CACHE_INSUFFICIENT_MEMORY,
+        hint_values={"minimum_fraction": "minimum"},  # 0.5.23+: the smallest fraction that would fit
     ),
     "port_in_use": Message("sglang", b.error("port_in_use"), cause=Cause.PORT_IN_USE),
     # ModelRunner.init_torch_distributed (and 0.5.19's bootstrap check), every release
@@ -732,6 +731,8 @@ PACK = Pack(
     prefix_rules=("sglang_prefix",),
     launchers=("launch_server",),
     launch_command="python -m sglang.launch_server",
+    batch_lines=BatchLines("sglang", "runtime_batch", "RUNTIME_BATCH", "PREFILL_BATCH"),
+    dump_grammars=("server_args",),
     capture_memory_flags=("--mem-fraction-static", "--cuda-graph-max-bs"),
     # vLLM's distributed helpers that SGLang reuses print these (grammars/vllm/vllm.lark reads them):
     # in an SGLang run they are the scheduler's distributed init

@@ -283,4 +283,5 @@ PACK = Pack(
     harness_paths=(r"unittest/", r"/_pytest/", r"pytest", r"/test_[^/]*\.py$", r"/tests?/"),
     # uvicorn runs each request in run_asgi: "Exception in ASGI application" and its traceback
     request_paths=(r"/uvicorn/protocols/",),
+    request_headers=(r"^(?:ERROR: +)?Exception in ASGI application\s*$",),
 )

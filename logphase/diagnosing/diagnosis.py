@@ -60,6 +60,7 @@ def _any_of(patterns: tuple[str, ...]) -> re.Pattern[str]:
 _HARNESS_FRAME = _any_of(tuple(p for pack in PACKS for p in pack.harness_paths))
 _SERVER_FRAME = _any_of(tuple(p for pack in PACKS for p in pack.server_paths))
 _REQUEST_FRAME = _any_of(tuple(p for pack in PACKS for p in pack.request_paths))
+_REQUEST_HEADER = _any_of(tuple(p for pack in PACKS for p in pack.request_headers))
 _FATAL_HEADER = _any_of(tuple(p for pack in PACKS for p in pack.fatal_headers))
 _CHECK_FRAME = _any_of(tuple(p for pack in PACKS for p in pack.check_paths))
 # the exception classes a check raises when what it was given is wrong (a value, a type, a feature
@@ -121,36 +122,49 @@ def read_unfolded(text: str) -> Reading:
 
 
 def _known_messages(text: str) -> list[Parsed]:
-    """The SGLang messages (sglang.lark) the lines of an error's text are, e.g. the
-    'Rank 1 scheduler died during initialization ...' a RuntimeError carries."""
-    from logphase.recognising.classify import per_grammar_match
-
+    """The servers' messages the lines of an error's text are, e.g. the 'Rank 1 scheduler died
+    during initialization ...' a RuntimeError carries: each line's first, in the packs' order."""
     found: list[Parsed] = []
     for line in text.splitlines():
         body = line.strip()
-        for prefix in (body, body.split(": ", 1)[-1]):  # 'ValueError: <message>'
-            if prefix and len(prefix) < 4096 and per_grammar_match("sglang", prefix):
-                parsed = parse("sglang", prefix)
-                if parsed is not None:
-                    found.append(parsed)
-                    break
+        found.extend(_first_known(body) or _first_known(body.split(": ", 1)[-1]) or ())  # 'ValueError: <message>'
     return found
 
 
+def _first_known(text: str) -> tuple[Parsed] | None:
+    from logphase.recognising.classify import SERVER_GRAMMARS, per_grammar_match
+
+    if not text or len(text) >= 4096:
+        return None
+    for grammar in SERVER_GRAMMARS:
+        if per_grammar_match(grammar, text):
+            parsed = parse(grammar, text)
+            if parsed is not None:
+                return (parsed,)
+    return None
+
+
 def named_rank(text: str) -> str | None:
-    """The rank an error names: the main process says 'Rank 1 scheduler died ...' of TP1."""
+    """The rank an error names: the main process says 'Rank 1 scheduler died ...' of TP1 (a message
+    row's ``names_rank``)."""
     for parsed in _known_messages(text):
-        if parsed.rule in ("scheduler_died", "scheduler_dead") and parsed.value("rank_index"):
-            return f"TP{parsed.value('rank_index')}"
+        row = MESSAGES.get(parsed.rule)
+        if row is not None and row.names_rank is not None and parsed.value(row.names_rank):
+            return f"TP{parsed.value(row.names_rank)}"
     return None
 
 
-def minimum_mem_fraction(text: str) -> str | None:
-    """The smallest --mem-fraction-static SGLang says would fit the KV cache (0.5.23+)."""
+def stated_values(text: str) -> dict[str, str]:
+    """The values an error's text states that a hint quotes (a message row's ``hint_values``: the
+    smallest --mem-fraction-static SGLang says would fit the KV cache, 0.5.23+), by the hint's name."""
+    values: dict[str, str] = {}
     for parsed in _known_messages(text):
-        if parsed.rule == "kv_no_room":
-            return parsed.value("minimum_fraction")
-    return None
+        row = MESSAGES.get(parsed.rule)
+        for sub_rule, name in (row.hint_values.items() if row is not None else ()):
+            value = parsed.value(sub_rule)
+            if value:
+                values.setdefault(name, value)
+    return values
 
 
 def is_harness_traceback(e: ev.PythonException) -> bool:
@@ -328,7 +342,7 @@ def _ignored(e: ev.PythonException, after_ready: bool) -> bool:
         return False  # the server logs it before the process dies from it
     if not e.uncaught or is_harness_traceback(e):
         return True
-    if after_ready and any(_REQUEST_FRAME.search(f.path) for f in e.frames):
+    if after_ready and (any(_REQUEST_FRAME.search(f.path) for f in e.frames) or _REQUEST_HEADER.search(e.header or "")):
         return True  # one request failed (the client got a 500): the server serves on
     if after_ready and e.frames and not any(_SERVER_FRAME.search(f.path) for f in e.frames):
         return True  # a client's or a benchmark's traceback next to a server that is up

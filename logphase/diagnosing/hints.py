@@ -65,8 +65,7 @@ def _common_values(phase: Phase | None, config: dict[str, Any], facts: dict[str,
     }
     if phase is not None:
         values["phase"] = phase.value
-    if facts.get("min_mem_fraction_static") is not None:
-        values["minimum"] = facts["min_mem_fraction_static"]
+    values.update(facts.get("stated") or {})  # what the error itself states (the minimum that would fit)
     if facts.get("native_crash"):
         values["native_crash"] = True
     if facts.get("check"):

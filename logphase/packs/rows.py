@@ -79,6 +79,24 @@ class Message:
     # message whose head is common words ('Route: ', 'Request x failed'): known only at a line's start
     anywhere: bool = True
     step: Step | None = None  # the line prints how long this step took (its event's elapsed_s)
+    # an error's text that holds this message names the rank that failed in this sub-rule ('Rank 1
+    # scheduler died': TP1)
+    names_rank: str | None = None
+    # values the message states that a hint quotes: sub-rule -> the hint's value name ('the minimum
+    # --mem-fraction-static that fits')
+    hint_values: Mapping[str, str] = field(default_factory=dict)
+
+
+class BatchLines(NamedTuple):
+    """A server's batch statistics, the commonest line of a served log, read without its grammar's
+    parser (recognising/classify.py's fast path, the bulk path's plain lines): the grammar and rule
+    that read them, the terminal their head is, and the one a prefill batch's head is. Their
+    ``key=value`` fields are the grammar's FIELD_KEY and FIELD_VALUE."""
+
+    grammar: str
+    rule: str
+    head: str
+    prefill_head: str
 
 
 class ServerFunction(NamedTuple):
@@ -160,10 +178,18 @@ class Pack:
     # an HTTP server's request handling (regular expressions over a frame's path): a traceback
     # through it once the server is up is one request's failure (a 500), and the server serves on
     request_paths: tuple[str, ...] = ()
+    # what an HTTP server logs on the line before the traceback of one request's failure (regular
+    # expressions over that line's message): the traceback is that request's, whatever it holds
+    request_headers: tuple[str, ...] = ()
     # what the server logs before the traceback of a process that dies from it (regular expressions
     # over the header), and the same when the input ends inside the header ('... hit an exception: Tra')
     fatal_headers: tuple[str, ...] = ()
     cut_headers: tuple[str, ...] = ()
+    # its batch statistics (the server whose stamped prefix the bulk path reads counts them in bulk)
+    batch_lines: BatchLines | None = None
+    # the grammars of its configuration dump (each reads one rule named as the grammar): a line of
+    # thousands of characters, read by the dump's own parser (packs/server_args.py)
+    dump_grammars: tuple[str, ...] = ()
     # how the report's sentences speak of it: the command that launches it (stderr_missing), the flags
     # that leave CUDA graph capture more memory (memory_pressure)
     launch_command: str = ""

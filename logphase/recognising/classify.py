@@ -31,6 +31,10 @@ SERVER_GRAMMARS = tuple(g for pack in PACKS if pack.server for g in pack.grammar
 FOREIGN = tuple(g for pack in PACKS if not pack.server for g in pack.grammars)
 # grammars tried on a line's body, in this order when heads of several match at its start
 DISPATCHED = SERVER_GRAMMARS + FOREIGN
+# the grammars of the servers' configuration dumps (read by packs/server_args.py), and the one batch
+# statistics line the fast path reads (the stamped prefix's server's)
+DUMP_GRAMMARS = tuple(g for pack in PACKS for g in pack.dump_grammars)
+BATCH_LINES = next((pack.batch_lines for pack in PACKS if pack.batch_lines is not None), None)
 # tqdm bars start with any description: they are told by their meter, wherever it is
 PROBES = {"tqdm": ("BAR_PERCENT", "BAR_METER")}
 # what every meter holds: a line without it is never a bar (tests/test_classify.py checks the grammar)
@@ -167,9 +171,14 @@ def _fast_paths() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str], re
         rf"(?P<level>{t('http', 'UVICORN_LEVEL')}) +(?P<client>{t('http', 'CLIENT')}) - \""
         rf"(?P<method>{t('http', 'METHOD')}) (?P<path>{t('http', 'PATH')}) {t('http', 'PROTOCOL')}\" (?P<status>\d+)"
     )
-    batch = kept_regex.compile(t("sglang", "RUNTIME_BATCH"))
-    prefill = kept_regex.compile(t("sglang", "PREFILL_BATCH"))  # the batch statistics of a prefill
-    field = kept_regex.compile(rf"(?P<key>{t('sglang', 'FIELD_KEY')})(?:=|: )(?P<value>{t('sglang', 'FIELD_VALUE')})")
+    g = BATCH_LINES.grammar if BATCH_LINES is not None else ""
+    never = r"(?!)"
+    batch = kept_regex.compile(t(g, BATCH_LINES.head) if BATCH_LINES is not None else never)
+    # the batch statistics of a prefill
+    prefill = kept_regex.compile(t(g, BATCH_LINES.prefill_head) if BATCH_LINES is not None else never)
+    field = kept_regex.compile(
+        rf"(?P<key>{t(g, 'FIELD_KEY')})(?:=|: )(?P<value>{t(g, 'FIELD_VALUE')})" if BATCH_LINES is not None else never
+    )
     nccl_info = kept_regex.compile(
         rf"(?P<host>{t('nccl', 'NCCL_HOST')}):(?P<pid>\d+):\d+ \[(?P<device>\d+)\] NCCL INFO(?: (?P<rest>.*))?", re.DOTALL
     )
@@ -211,8 +220,8 @@ def classify(env: Envelope, at: LineInfo) -> ev.EventBase | None:
     text = env.message
     if not text:
         return None
-    if len(text) > MAX_PARSE_CHARS and _SERVER_ARGS_LITERAL not in text:
-        return None  # only a server_args dump is built from a line this long (see _build)
+    if len(text) > MAX_PARSE_CHARS and not any(literal in text for literal in _DUMP_LITERALS):
+        return None  # only a configuration dump is built from a line this long (see _build)
     event = _at_start(text, at)
     if event is not None:
         return event
@@ -305,8 +314,8 @@ _SEARCHED = [0]  # lines searched for a message further in, in this process
 
 
 _QUOTES = frozenset("\"'")
-# what every head of the server_args grammar holds (tests/test_binary_input.py checks it)
-_SERVER_ARGS_LITERAL = first_literal("server_args", "server_args")
+# what every head of a dump grammar holds (tests/test_binary_input.py checks it)
+_DUMP_LITERALS = tuple(first_literal(g, g) for g in DUMP_GRAMMARS)
 # Lines longer than this are first searched for the literal starts of the SGLang messages looked
 # for anywhere in a line (str.find is a fast search; the alternation of the heads tries each head
 # at each position, ~1 us a character)
@@ -337,8 +346,8 @@ def _anywhere_leads() -> tuple[str, ...]:
 
 
 def _build(grammar: str, text: str, at: LineInfo) -> ev.EventBase | None:
-    if grammar == "server_args":
-        return _server_args(text, at)
+    if grammar in DUMP_GRAMMARS:
+        return _server_args(grammar, text, at)
     if len(text) > MAX_PARSE_CHARS:
         return None
     fast = _fast_path(grammar, text, at)
@@ -352,11 +361,12 @@ def _build(grammar: str, text: str, at: LineInfo) -> ev.EventBase | None:
         return None
     event = message.build(parsed, text, at)
     if parsed.rule == "http_other":
-        # SGLang sometimes logs its own markers through uvicorn's logger ("INFO:     The server is
+        # a server sometimes logs its own markers through uvicorn's logger (SGLang's ("INFO:     The server is
         # fired up and ready to roll!"): the SGLang meaning wins
         inner = parsed.first("HTTP_TEXT") or ""
-        if inner and per_grammar_match("sglang", inner):
-            return _build("sglang", inner, at) or event
+        for own in SERVER_GRAMMARS if inner else ():
+            if per_grammar_match(own, inner):
+                return _build(own, inner, at) or event
     return event
 
 
@@ -366,13 +376,13 @@ def per_grammar_match(grammar: str, text: str) -> bool:
 
 def _fast_path(grammar: str, text: str, at: LineInfo) -> ev.EventBase | None:
     """The events of the commonest lines without Lark: what the grammars would give."""
-    if grammar == "sglang":
+    if BATCH_LINES is not None and grammar == BATCH_LINES.grammar:
         head = _BATCH.match(text)
         if head is None:
             return None
         fields = {f.group("key").strip(): f.group("value").strip() for f in _FIELD.finditer(text, head.end())}
         stage = "prefill" if _PREFILL_BATCH.match(text) else "decode"
-        return at.event(ev.RuntimeBatch, "runtime_batch", stage=stage, fields=fields)
+        return at.event(ev.RuntimeBatch, BATCH_LINES.rule, stage=stage, fields=fields)
     if grammar == "http":
         m = _ACCESS.match(text)
         if m is not None:
@@ -400,9 +410,10 @@ def _fast_path(grammar: str, text: str, at: LineInfo) -> ev.EventBase | None:
     return None
 
 
-def _server_args(text: str, at: LineInfo) -> ev.EventBase:
+def _server_args(grammar: str, text: str, at: LineInfo) -> ev.EventBase:
+    """A configuration dump: its grammar's own rule, read by the dump's parser."""
     from logphase.packs.server_args import parse_server_args
 
     # thousands of characters, but its grammar has no backtracking field patterns
     args, fmt = parse_server_args(text)
-    return at.event(ev.ServerArgs, "server_args", args=args, args_format=fmt)
+    return at.event(ev.ServerArgs, grammar, args=args, args_format=fmt)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from logphase.packs import kept_regex
+from logphase.packs import PACKS, kept_regex
 from logphase.packs.grammars import terminal_pattern
 
 # Lines longer than this never reach Lark: the field regexes are linear per field, but quadratic
@@ -43,7 +43,9 @@ def _compile_plain_lines() -> tuple[re.Pattern[bytes], re.Pattern[bytes], bytes]
         return terminal_pattern(source, name).replace("+", f"{{1,{bound}}}").encode()
 
     tags = rb"((?: (?:" + terminal_pattern("envelope", "RANK_TAG").encode() + rb"))*)"
-    batch = term("sglang", "RUNTIME_BATCH", 20) + rb"[^\n]{0,3900}"
+    # the stamped prefix's server's batch statistics (none: no batch line is plain)
+    batch_lines = next((pack.batch_lines for pack in PACKS if pack.batch_lines is not None), None)
+    batch = term(batch_lines.grammar, batch_lines.head, 20) + rb"[^\n]{0,3900}" if batch_lines is not None else rb"(?!)"
     access = (
         rb"(?:" + term("http", "UVICORN_LEVEL", 0) + rb") {1,64}"
         + term("http", "CLIENT", 256)

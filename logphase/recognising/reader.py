@@ -23,7 +23,7 @@ from logphase.recognising.classify import classify, foreign_source
 from logphase.recognising.detect import Start, server_start
 from logphase.recognising.messages import MESSAGES
 from logphase.recognising.notes import has_notes, note_event
-from logphase.recognising.records import RecordAssembler, cut_header, line_shape, opens_record
+from logphase.recognising.records import OpenRecord, RecordAssembler, cut_header, line_shape, opens_record, request_header
 from logphase.vocabulary import events as ev
 from logphase.vocabulary.events import LineInfo
 
@@ -80,6 +80,8 @@ class EventReader:
         self.on_unrecognized = on_unrecognized
         self.warning_tail = 0  # indented source lines that follow a Python warning
         self.has_notes = has_notes()
+        # the last line read that may be the logged header of the traceback after it: (line, writer, text)
+        self._last_message: tuple[int, str | None, str] = (0, None, "")
 
     def read(self, read: ReadLine, sink: EventSink) -> None:
         """One line, in order; what it means goes to ``sink``."""
@@ -103,6 +105,7 @@ class EventReader:
         if self._record_starts(line, env, read.info, sink):
             self.counts.events += 1
             return
+        self._last_message = (line.lineno, env.stream, env.message)
         self._message(line, env, read.info, read.ts, sink)
 
     def finish(self, sink: EventSink) -> None:
@@ -163,10 +166,18 @@ class EventReader:
         record = opens_record(env, info)
         if record is None:
             return False
+        self._logged_header(record, line.lineno, env)
         record.last_line = line.lineno
         for done in self.records.start(env.stream, record):
             sink.event(done)
         return True
+
+    def _logged_header(self, record: OpenRecord, lineno: int, env: Envelope) -> None:
+        """A traceback whose header is the message its writer logged on the line before it (an
+        HTTP server's 'Exception in ASGI application': one request's failure) takes it as its header."""
+        before, stream, text = self._last_message
+        if record.header is None and before == lineno - 1 and stream == env.stream and request_header(text):
+            record.header = text.strip()
 
     def _message(self, line: LogicalLine, env: Envelope, info: LineInfo, ts: str | None, sink: EventSink) -> None:
         """A one-line message: its event (what a grammar reads, else a start-up note), or an
@@ -242,6 +253,7 @@ class EventReader:
             sink.event(done)
         record = None if consumed else opens_record(env, info, cut=True) or cut_header(env, info)
         if record is not None:
+            self._logged_header(record, line.lineno, env)
             record.last_line = line.lineno
             for done in self.records.start(env.stream, record):
                 sink.event(done)

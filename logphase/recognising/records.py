@@ -22,7 +22,7 @@ from enum import Enum
 from functools import cache
 from typing import Literal
 
-from logphase.packs import PACKS
+from logphase.packs import PACKS, kept_regex
 from logphase.packs.grammars import Parsed, terminal_pattern
 from logphase.reading.envelope import Envelope
 from logphase.recognising.plain import MAX_PARSE_CHARS
@@ -526,6 +526,14 @@ def _opener_literals() -> frozenset[str]:
     found = literal_factors(_OPENERS.pattern)
     assert found is not None, "the record openers have no literals to search for"
     return found
+
+
+_REQUEST_HEADER = kept_regex.compile("|".join(f"(?:{h})" for pack in PACKS for h in pack.request_headers) or "(?!)")
+
+
+def request_header(text: str) -> bool:
+    """Whether a line's message is what an HTTP server logs before one request's traceback."""
+    return "Exception" in text and _REQUEST_HEADER.search(text) is not None
 
 
 def opens_record(env: Envelope, at: LineInfo, cut: bool = False) -> OpenRecord | None:

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from logphase.diagnosing.cause_table import ECHO_PREFERENCE
-from logphase.diagnosing.diagnosis import Severity, minimum_mem_fraction, named_rank
+from logphase.diagnosing.diagnosis import Severity, named_rank, stated_values
 from logphase.diagnosing.hints import hint
 from logphase.folding.facts import SCHEDULER_KEYS
 from logphase.folding.machine import KEEP_RUNS, PhaseMachine
@@ -252,9 +252,7 @@ def _hint_facts(run: Run, root: Incident) -> dict[str, Any]:
         "native_crash": root.event.kind == "fatal_signal",
         "check": root.assessment.check,
     }
-    minimum = minimum_mem_fraction(root.assessment.message)
-    if minimum:
-        facts["min_mem_fraction_static"] = minimum
+    facts["stated"] = stated_values(root.assessment.message)
     return facts
 
 
