@@ -259,29 +259,29 @@ _SIGNATURES: tuple[Signature, ...] = (
         "peer_finished_loading",
         Cause.DISTRIBUTED_TIMEOUT,
         _ECHO,
-        rank=10,
+        before="child_killed",
     ),
-    Signature("sigquit", Cause.CHILD_PROCESS_FAILED, _ECHO, rank=40),
+    Signature("sigquit", Cause.CHILD_PROCESS_FAILED, _ECHO, before="child_failed_error"),
     Signature(
         "init_failed_echo",
         Cause.CHILD_PROCESS_FAILED,
         _ECHO,
-        rank=50,
+        before="child_failed_error",
     ),
-    Signature("kill_tree", Cause.CHILD_PROCESS_FAILED, _ECHO, rank=100),
+    Signature("kill_tree", Cause.CHILD_PROCESS_FAILED, _ECHO, before="exit_cleanup"),
     Signature(
         "graph_capture_wrapper",
         None,
         _WRAP,
         _GRAPH,
-        rank=120,
+        before="actor_wrapper",
     ),
     Signature(
         "warmup_wrapper",
         None,
         _WRAP,
         _WARMUP,
-        rank=130,
+        before="actor_wrapper",
     ),
     Signature(
         "compile_wrapper",
@@ -289,20 +289,20 @@ _SIGNATURES: tuple[Signature, ...] = (
         _WRAP,
         hint="torch.compile failed: retry without --enable-torch-compile "
         "(and without piecewise CUDA graphs), then report the quoted error upstream.",
-        rank=170,
+        before="spawn_wrapper",
     ),
     Signature(
         "kv_cache_no_room",
         Cause.KV_CACHE_INSUFFICIENT_MEMORY,
         _ROOT,
         _MEM,
-        rank=190,
+        before="device_oom",
     ),
     Signature(
         "kv_pool_exhausted",
         Cause.KV_CACHE_INSUFFICIENT_MEMORY,
         _ROOT,
-        rank=200,
+        before="device_oom",
     ),
     Signature(
         "duplicate_gpu",
@@ -310,7 +310,7 @@ _SIGNATURES: tuple[Signature, ...] = (
         _ROOT,
         hint="Two ranks were placed on the same GPU: check CUDA_VISIBLE_DEVICES, --base-gpu-id and --tp/--dp "
         "against the GPUs this host or container really has.",
-        rank=250,
+        before="no_network_interface",
     ),
     Signature(
         "argument_error",
@@ -319,7 +319,7 @@ _SIGNATURES: tuple[Signature, ...] = (
         Phase.LAUNCH,
         hint="SGLang rejected a command-line argument: this version does not know the flag or value named "
         "above; check `python -m sglang.launch_server --help` for this version, or upgrade SGLang.",
-        rank=290,
+        before="model_files",
     ),
     # SGLang's watchdog watches a running batch: the event loop was serving (or running the warmup)
     Signature(
@@ -327,7 +327,7 @@ _SIGNATURES: tuple[Signature, ...] = (
         Cause.WATCHDOG_TIMEOUT,
         _ROOT,
         Phase.READY,
-        rank=320,
+        before="gpu_unavailable",
     ),
     # another process holds part of some GPUs: the memory the server was told to take is not free
     Signature(
@@ -337,7 +337,7 @@ _SIGNATURES: tuple[Signature, ...] = (
         Phase.DISTRIBUTED_INIT,
         hint="Some GPUs have less free memory than others: another process (often a stale server) holds them; "
         "check nvidia-smi and stop it, or pick free GPUs with CUDA_VISIBLE_DEVICES.",
-        rank=340,
+        before="native_crash",
     ),
     Signature(
         "device_kernel",
@@ -346,7 +346,7 @@ _SIGNATURES: tuple[Signature, ...] = (
         hint="A GPU kernel failed (illegal access, device assert, no kernel for this GPU): rerun with "
         "CUDA_LAUNCH_BLOCKING=1 (AMD_SERIALIZE_KERNEL=3 on ROCm) to find the kernel; a missing kernel image "
         "means the wheel was not built for this GPU architecture; try another --attention-backend.",
-        rank=350,
+        before="native_crash",
     ),
 )
 

@@ -146,62 +146,54 @@ _MESSAGES: dict[str, Message] = {
 
 # Rows of the cause table; ``rank`` places them among the other packs' rows (causes.py sorts by it)
 _SIGNATURES: tuple[Signature, ...] = (
-    Signature("child_killed", Cause.KILLED, _ECHO, rank=20),
-    Signature("child_died", Cause.CHILD_PROCESS_FAILED, _ECHO, rank=30),
+    Signature("child_killed", Cause.KILLED, _ECHO),
+    Signature("child_died", Cause.CHILD_PROCESS_FAILED, _ECHO),
     Signature(
         "child_failed_error",
         Cause.CHILD_PROCESS_FAILED,
         _ECHO,
-        rank=60,
     ),
-    Signature("sibling_terminated", Cause.CHILD_PROCESS_FAILED, _ECHO, rank=70),
-    Signature("peer_gone", Cause.NCCL_ERROR, _ECHO, rank=80),
-    Signature("harness_exit", Cause.CHILD_PROCESS_FAILED, _ECHO, rank=90),
+    Signature("sibling_terminated", Cause.CHILD_PROCESS_FAILED, _ECHO),
+    Signature("peer_gone", Cause.NCCL_ERROR, _ECHO),
+    Signature("harness_exit", Cause.CHILD_PROCESS_FAILED, _ECHO),
     Signature(
         "exit_cleanup",
         Cause.KILLED,
         SignatureRole.EXIT,
-        rank=110,
     ),
-    Signature("actor_wrapper", None, _WRAP, rank=140),
+    Signature("actor_wrapper", None, _WRAP),
     Signature(
         "worker_wrapper",
         None,
         _WRAP,
-        rank=150,
     ),
     Signature(
         "lazy_cuda_wrapper",
         None,
         _WRAP,
-        rank=160,
     ),
     Signature(
         "spawn_wrapper",
         None,
         _WRAP,
-        rank=180,
     ),
-    Signature("device_oom", Cause.CUDA_OOM, _ROOT, rank=210),
+    Signature("device_oom", Cause.CUDA_OOM, _ROOT),
     Signature(
         "request_failed",
         Cause.PYTHON_EXCEPTION,
         _ROOT,
         hint="An HTTP request to the server got no answer (refused or timed out): if it was the warmup request, "
         "the scheduler hung or died first; look for its error above, or for a stuck phase.",
-        rank=220,
     ),
     Signature(
         "distributed_timeout",
         Cause.DISTRIBUTED_TIMEOUT,
         _ROOT,
-        rank=230,
     ),
     Signature(
         "port_in_use",
         Cause.PORT_IN_USE,
         _ROOT,
-        rank=240,
     ),
     Signature(
         "no_network_interface",
@@ -209,27 +201,23 @@ _SIGNATURES: tuple[Signature, ...] = (
         _ROOT,
         hint="NCCL/Gloo found no usable network interface: set NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME to the "
         "interface that reaches the other nodes (ip -br addr), or check the container's network mode.",
-        rank=260,
     ),
     Signature(
         "comm_error",
         Cause.NCCL_ERROR,
         _ROOT,
-        rank=270,
     ),
     # imports are often lazy (a quantization kernel inside load_model): the frames say where
-    Signature("import_failure", Cause.IMPORT_ERROR, _ROOT, rank=280),
+    Signature("import_failure", Cause.IMPORT_ERROR, _ROOT),
     Signature(
         "model_files",
         Cause.MODEL_LOAD_ERROR,
         _ROOT,
-        rank=300,
     ),
     Signature(
         "model_unsupported",
         Cause.MODEL_LOAD_ERROR,
         _ROOT,
-        rank=310,
     ),
     Signature(
         "gpu_unavailable",
@@ -238,9 +226,8 @@ _SIGNATURES: tuple[Signature, ...] = (
         hint="The process found no usable GPU: check the driver (nvidia-smi), that the container was started with "
         "GPU access (--gpus all, the device plugin's resource request), CUDA_VISIBLE_DEVICES, and that the "
         "driver is new enough for this PyTorch's CUDA (fabric manager on NVSwitch systems).",
-        rank=330,
     ),
-    Signature("native_crash", Cause.PYTHON_EXCEPTION, _ROOT, hint=NATIVE_CRASH_HINT, rank=360),
+    Signature("native_crash", Cause.PYTHON_EXCEPTION, _ROOT, hint=NATIVE_CRASH_HINT),
 )
 
 _HINTS: tuple[Hint, ...] = (

@@ -202,21 +202,21 @@ _MAX_LEN_HINT = (
 # it): echoes before anything (they hold root words), the V0 worker's wrappers after SGLang's
 # graph-capture wrapper, the roots just before the shared rows whose words they contain
 _SIGNATURES: tuple[Signature, ...] = (
-    Signature("vllm_engine_init_failed", Cause.CHILD_PROCESS_FAILED, _ECHO, rank=12),
-    Signature("vllm_engine_core_failed", Cause.CHILD_PROCESS_FAILED, _ECHO, rank=13),
-    Signature("vllm_worker_init_failed", Cause.CHILD_PROCESS_FAILED, _ECHO, rank=14),
-    Signature("vllm_engine_dead", Cause.CHILD_PROCESS_FAILED, _ECHO, rank=15),
-    Signature("vllm_engine_process_failed", Cause.CHILD_PROCESS_FAILED, _ECHO, rank=16),
+    Signature("vllm_engine_init_failed", Cause.CHILD_PROCESS_FAILED, _ECHO, before="child_killed"),
+    Signature("vllm_engine_core_failed", Cause.CHILD_PROCESS_FAILED, _ECHO, before="child_killed"),
+    Signature("vllm_worker_init_failed", Cause.CHILD_PROCESS_FAILED, _ECHO, before="child_killed"),
+    Signature("vllm_engine_dead", Cause.CHILD_PROCESS_FAILED, _ECHO, before="child_killed"),
+    Signature("vllm_engine_process_failed", Cause.CHILD_PROCESS_FAILED, _ECHO, before="child_killed"),
     # after the shared child_killed: a death by SIGKILL reads as killed
-    Signature("vllm_worker_died", Cause.CHILD_PROCESS_FAILED, _ECHO, rank=25),
-    Signature("vllm_worker_exception_device", None, _WRAP, _DIST, rank=121),
-    Signature("vllm_worker_exception_load", None, _WRAP, _WEIGHTS, rank=122),
-    Signature("vllm_worker_exception_memory", None, _WRAP, _POOL, rank=123),
-    Signature("vllm_worker_exception_capture", None, _WRAP, _CAPTURE, rank=124),
-    Signature("vllm_worker_exception", None, _WRAP, rank=125),
-    Signature("vllm_free_memory", Cause.GPU_MEMORY_OCCUPIED, _ROOT, _DIST, rank=185),
-    Signature("vllm_kv_no_room", Cause.KV_CACHE_INSUFFICIENT_MEMORY, _ROOT, _POOL, rank=191),
-    Signature("vllm_max_len_kv", Cause.KV_CACHE_INSUFFICIENT_MEMORY, _ROOT, _POOL, hint=_MAX_LEN_HINT, rank=192),
+    Signature("vllm_worker_died", Cause.CHILD_PROCESS_FAILED, _ECHO, before="child_died"),
+    Signature("vllm_worker_exception_device", None, _WRAP, _DIST, before="actor_wrapper"),
+    Signature("vllm_worker_exception_load", None, _WRAP, _WEIGHTS, before="actor_wrapper"),
+    Signature("vllm_worker_exception_memory", None, _WRAP, _POOL, before="actor_wrapper"),
+    Signature("vllm_worker_exception_capture", None, _WRAP, _CAPTURE, before="actor_wrapper"),
+    Signature("vllm_worker_exception", None, _WRAP, before="actor_wrapper"),
+    Signature("vllm_free_memory", Cause.GPU_MEMORY_OCCUPIED, _ROOT, _DIST, before="device_oom"),
+    Signature("vllm_kv_no_room", Cause.KV_CACHE_INSUFFICIENT_MEMORY, _ROOT, _POOL, before="device_oom"),
+    Signature("vllm_max_len_kv", Cause.KV_CACHE_INSUFFICIENT_MEMORY, _ROOT, _POOL, hint=_MAX_LEN_HINT, before="device_oom"),
     # its text says 'CUDA out of memory': before the shared device_oom
     Signature(
         "vllm_warmup_oom",
@@ -225,7 +225,7 @@ _SIGNATURES: tuple[Signature, ...] = (
         _POOL,
         hint="Out of memory while warming up the sampler with the largest batch: lower --max-num-seqs, "
         "or --gpu-memory-utilization to leave the sampler room next to the KV cache.",
-        rank=205,
+        before="device_oom",
     ),
     Signature(
         "vllm_placement_group",
@@ -234,7 +234,7 @@ _SIGNATURES: tuple[Signature, ...] = (
         Phase.LAUNCH,
         hint="Ray could not place the workers: the cluster has fewer GPUs than --tensor-parallel-size x "
         "--pipeline-parallel-size (see `ray status`), or VLLM_HOST_IP differs from Ray's node IP.",
-        rank=225,
+        before="distributed_timeout",
     ),
     Signature(
         "vllm_engine_ready_timeout",
@@ -243,7 +243,7 @@ _SIGNATURES: tuple[Signature, ...] = (
         _WEIGHTS,
         hint="The engine core did not report ready in time, most often because loading the weights is slow "
         "(a download, a network file system): raise VLLM_ENGINE_READY_TIMEOUT_S, or pre-download the model.",
-        rank=226,
+        before="distributed_timeout",
     ),
     Signature(
         "vllm_world_size",
@@ -252,7 +252,7 @@ _SIGNATURES: tuple[Signature, ...] = (
         Phase.LAUNCH,
         hint="--tensor-parallel-size x --pipeline-parallel-size asks for more GPUs than this node has: lower "
         "them, or run on several nodes (--distributed-executor-backend ray, or --nnodes with --headless workers).",
-        rank=285,
+        before="model_files",
     ),
 )
 

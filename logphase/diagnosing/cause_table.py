@@ -14,7 +14,6 @@ error grammars has its row and every row its rule.
 from __future__ import annotations
 
 import functools
-import itertools
 
 from logphase.packs.rows import Signature
 from logphase.vocabulary.causes import Cause
@@ -24,14 +23,21 @@ __all__ = ["ECHO_PREFERENCE", "SIGNATURES", "SIGNATURE_OF_RULE", "Signature"]
 
 @functools.cache
 def signatures() -> tuple[Signature, ...]:
-    """Every pack's signature rows, in the order of their ranks."""
+    """Every pack's signature rows in one order: the shared pack's as it lists them, each server's
+    rows just before the shared row each names (``Signature.before``; servers in the registry's
+    order, each in its own order), the rest at the end."""
     from logphase.packs import PACKS
 
-    rows = sorted((s for pack in PACKS for s in pack.signatures), key=lambda s: s.rank)
-    for before, after in itertools.pairwise(rows):
-        if before.rank == after.rank:
-            raise ValueError(f"signatures {before.rule!r} and {after.rule!r}: one rank, no order")
-    return tuple(rows)
+    shared = [s for pack in PACKS if not pack.server for s in pack.signatures]
+    anchors = {s.rule for s in shared}
+    placed: dict[str | None, list[Signature]] = {}
+    for pack in PACKS:
+        for row in pack.signatures if pack.server else ():
+            if row.before is not None and row.before not in anchors:
+                raise ValueError(f"signature {row.rule!r} of {pack.name}: before {row.before!r}, no shared row")
+            placed.setdefault(row.before, []).append(row)
+    ordered = [row for anchor in shared for row in (*placed.get(anchor.rule, ()), anchor)]
+    return (*ordered, *placed.get(None, ()))
 
 
 @functools.cache

@@ -36,9 +36,11 @@ class Signature:
     role: SignatureRole
     phase: Phase | None = None  # the phase the error itself names, whatever the markers say
     hint: str | None = None  # advice for this error in particular (else the cause's, by phase)
-    # where the row stands among every pack's rows: the first row whose phrases occur decides, so
-    # echoes come first, then wrappers, then root causes from the most specific to the most general
-    rank: int = 0
+    # where a server's row stands among every pack's rows: just before this row of the shared pack (the
+    # first row whose phrases occur decides, so echoes come first, then wrappers, then root causes from
+    # the most specific to the most general); None: after them all. The shared pack's rows stand in the
+    # order it lists them; a server places its rows among those, never among another server's
+    before: str | None = None
 
 
 class ByLine(NamedTuple):

@@ -340,23 +340,8 @@ class ErrorLine(EventBase):
     """A one-line failure report of a server: not enough memory, port in use, watchdog timeout ..."""
 
     kind: Literal["error_line"] = Field("error_line", description=EVENT_KIND)
-    error: Literal[
-        "not_enough_memory",
-        "port_in_use",
-        "watchdog_timeout",
-        "init_failed",
-        "warmup_failed",
-        "capture_failed",
-        "bind_failed",
-        # vLLM's
-        "gpu_memory_occupied",
-        "cuda_oom",
-        "world_size",
-        "placement_group",
-        "engine_ready_timeout",
-        "worker_exception",
-        "worker_failed_with_error",
-    ] = Field(description="which one-line failure report")
+    # the kinds are the packs' (their rows' builders: b.error("not_enough_memory")): a server adds its own
+    error: str = Field(description="which one-line failure report: its kind, as the server's pack names it")
     message: MessageText
     detail: dict[str, str] = Field(default_factory=dict, description="the values the message names (grammar sub-rules)")
 
@@ -365,28 +350,8 @@ class ChildFailure(EventBase):
     """A process noticed that another one died: the echo of a failure, rarely its cause."""
 
     kind: Literal["child_failure"] = Field("child_failure", description=EVENT_KIND)
-    what: Literal[
-        "sigquit",
-        "kill_process_tree",
-        "scheduler_died",
-        "scheduler_dead",
-        "exit_code",
-        "subprocess_crashed",
-        "child_terminated",
-        "elastic_failed",
-        "closing_signal",
-        "pg_not_destroyed",
-        "killed",
-        # vLLM's: the front end about the engine core, the engine core about its workers, the monitors
-        "engine_init_failed",
-        "worker_init_failed",
-        "engine_dead",
-        "engine_process_failed",
-        "request_failed",
-        "worker_died",
-        "process_died",
-        "engine_core_died",
-    ] = Field(description="which notice of a dead process")
+    # the notices are the packs' (their rows' builders: b.child("sigquit")): a server adds its own
+    what: str = Field(description="which notice of a dead process, as the server's pack names it")
     exit_code: int | None = Field(default=None, description="the exit code or signal the line names")
     message: MessageText
 
