@@ -23,7 +23,7 @@ from collections import deque
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from logphase.engine.engine import Engine
@@ -135,6 +135,9 @@ def last_failure(records: list[FollowRecord]) -> str | None:
     until=st.sampled_from(["outcome", "ready"]),
     pause_before_eof=st.sampled_from(PAUSES),
 )
+# vLLM's V1 engine enters capture (torch.compile) before the memory pool (the KV cache's sizing): a
+# read that ends between the two gave the phases in another order than a whole read
+@example(name="vllm_v1_clean_compile_0_11.log", cuts=[3726], pauses=[], until="outcome", pause_before_eof=0.0)
 def test_same_records_and_exit_code_for_any_chunking_and_pacing(
     name: str, cuts: list[int], pauses: list[float], until: str, pause_before_eof: float
 ) -> None:

@@ -299,9 +299,11 @@ class Follower:
         return out
 
     def _phase_records(self, r: Report) -> list[FollowRecord]:
-        """Every phase entered gets its record, in phase order, however much one read brought."""
+        """Every phase entered gets its record, in the order the log entered them (its first line;
+        vLLM's V1 engine compiles, capture evidence, before it sizes the KV cache), however much one
+        read brought: the records do not depend on where reads end."""
         out: list[FollowRecord] = []
-        for p in r.phases:
+        for p in sorted(r.phases, key=_entered):
             if p.name in self._phases_reported:
                 continue
             self._phases_reported.add(p.name)
@@ -667,6 +669,12 @@ class _FileFollowing:
             self.tail.wait(wait)
         else:
             self.sleep(min(wait, options.poll_interval))
+
+
+def _entered(phase: PhaseReport) -> tuple[float, int]:
+    """Where the log entered a phase: its first line (a phase without one after those with), then
+    the phase order."""
+    return (phase.first_line if phase.first_line is not None else math.inf, PHASE_ORDER.index(phase.name))
 
 
 def _ready_ts(report: Report) -> str | None:
