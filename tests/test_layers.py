@@ -61,6 +61,16 @@ def test_imports_go_only_down_the_stages() -> None:
     assert not upward, "imports up the stages:\n" + "\n".join(upward)
 
 
+def test_a_pack_s_rows_speak_only_the_vocabulary_and_the_packs() -> None:
+    """A pack is data: its pack.py (grammars/<pack>/, and the toy pack of the tests) imports nothing
+    above the packs' stage."""
+    rows = [*PACKAGE.parent.glob("grammars/*/pack.py"), Path(__file__).parent / "toy_pack" / "pack.py"]
+    assert len(rows) >= 4
+    for path in rows:
+        for line, module in _imports(path):
+            assert _stage_of(module) <= STAGES.index("packs"), f"{path}:{line} imports {module}"
+
+
 def test_no_stage_folder_is_a_crowd() -> None:
     for stage in STAGES:
         modules = [p for p in (PACKAGE / stage).glob("*.py") if p.name != "__init__.py"]

@@ -60,8 +60,16 @@ def server_label(report: Report) -> str | None:
     the log does not show which server it is."""
     if report.server is None:
         return None
-    name = SERVER_NAMES.get(report.server, report.server)
+    name = SERVER_NAMES.get(report.server) or _display_name(report.server)
     return f"{name} {report.version}" if report.version else name
+
+
+def _display_name(server: str) -> str:
+    """A server outside the registry (a pack of LOGPHASE_PACKS) as its pack spells it."""
+    from logphase.packs import pack_named
+
+    pack = pack_named(server)
+    return pack.display_name if pack is not None else server
 
 
 def headline(report: Report) -> str:

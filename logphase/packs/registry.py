@@ -49,14 +49,7 @@ def pack_folders() -> tuple[Path, ...]:
     return (*(root / name for name, _ in REGISTRY), *extra_folders())
 
 
-def _server_names() -> dict[str, str]:
-    names = {name: display for name, display in REGISTRY if display is not None}
-    for folder in extra_folders():
-        names.setdefault(folder.name, folder.name)
-    return names
-
-
-# the servers logphase reads, by the name a report gives them (``Report.server``, ``--server``), and
-# how their projects spell them (headlines)
-SERVER_NAMES: dict[str, str] = _server_names()
-SERVERS: tuple[str, ...] = tuple(SERVER_NAMES)
+# how the registry's servers' projects spell them (headlines; a pack of LOGPHASE_PACKS says it itself)
+SERVER_NAMES: dict[str, str] = {name: display for name, display in REGISTRY if display is not None}
+# the servers logphase reads, by the name a report gives them (``Report.server``, ``--server``)
+SERVERS: tuple[str, ...] = (*SERVER_NAMES, *(folder.name for folder in extra_folders() if folder.name not in SERVER_NAMES))
