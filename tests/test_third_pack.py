@@ -81,6 +81,21 @@ def test_every_face_reads_the_third_server(toy: tuple[Path, dict[str, str]]) -> 
     assert json.loads(forced.stdout)["server"] == "toyllm"
 
 
+def test_a_message_is_added_in_its_grammar_alone(toy: tuple[Path, dict[str, str]]) -> None:
+    """A note of a phase is one grammar rule with its example and its row beside it (//@): no other
+    file changes."""
+    where, env = toy
+    grammar = where / "packs" / "toyllm" / "toyllm.lark"
+    text = grammar.read_text(encoding="utf-8").replace("| toy_ready", "| toy_ready | toy_cache")
+    grammar.write_text(text + '//: ToyLLM cache sized\n//@ memory_pool evidence server\ntoy_cache: "ToyLLM cache sized"\n')
+    log = where / "cache.log"
+    log.write_text(READY.replace("2026-11-30T10:00:35.000000Z", "2026-11-30T10:00:30.000000Z ToyLLM cache sized\n2026-11-30T10:00:35.000000Z"))
+    report = json.loads(logphase(["parse", "--json", "cache.log"], env, where).stdout)
+    assert [(p["name"], p["duration_s"]) for p in report["phases"]] == [
+        ("launch", 5.0), ("weight_loading", 25.0), ("memory_pool", 5.0), ("ready", 0.0)
+    ]
+
+
 def test_without_the_folder_named_the_lines_are_no_server_s() -> None:
     """The registry alone does not know it: the same log read without LOGPHASE_PACKS names no server."""
     from logphase import parse_text

@@ -23,9 +23,6 @@ from logphase.packs.rows import (
     CLOSE,
     END,
     EVIDENCE,
-    HTTP_UP,
-    LAUNCH_NOTE,
-    WEAK,
     C,
     D,
     Hint,
@@ -61,44 +58,19 @@ def _row(
     return Message(_G, build, evidence, stream=None, cause=cause, anywhere=anywhere, step=step)
 
 
+def _note_row(grammar: str, evidence: Transition | None, anywhere: bool) -> Message:
+    """The row of a message vllm.lark writes beside its rule (``//@ memory_pool evidence``): a note,
+    the phase it is evidence of. Most of vLLM's messages are such notes: adding one is its rule."""
+    return Message(grammar, _NOTE, evidence, stream=None, anywhere=anywhere)
+
+
+# the messages that are more than a note (an event with values, a step's duration, an error, an echo);
+# the notes are written beside their rules in vllm.lark (//@)
 _MESSAGES: dict[str, Message] = {
     # -- launch: the front end, its arguments, the engine's configuration ------------------------
-    "api_server_version": _row(_NOTE, _START),
-    "server_version": _row(_NOTE, _START),
-    "version_logo": _row(_NOTE, _START),
     "vllm_args": _row(b.args_dump, _START),
-    "platform_detected": _row(_NOTE),  # SGLang prints it too (it imports vLLM): no evidence of a run
-    "engine_init": _row(_NOTE, _START),
-    "headless_launch": _row(_NOTE, _START),
-    "max_model_len": _row(_NOTE, LAUNCH_NOTE),
-    "engine_process_started": _row(_NOTE, LAUNCH_NOTE),
-    "engine_core_waiting": _row(_NOTE, LAUNCH_NOTE),
-    "processes_started": _row(_NOTE, LAUNCH_NOTE),
-    "port_retry": _row(_NOTE),
-    "ray_placement_wait": _row(_NOTE, LAUNCH_NOTE),
-    # the configuration checked, the front end and the executor starting (a line's start only: the
-    # texts are generic words)
-    "resolved_architecture": _row(_NOTE, LAUNCH_NOTE, anywhere=False),
-    "model_tasks": _row(_NOTE, LAUNCH_NOTE, anywhere=False),
-    "chunked_prefill": _row(_NOTE, LAUNCH_NOTE, anywhere=False),
-    "distributed_backend": _row(_NOTE, LAUNCH_NOTE, anywhere=False),
-    "ipc_frontend": _row(_NOTE, LAUNCH_NOTE, anywhere=False),
-    "torch_threads": _row(_NOTE, LAUNCH_NOTE, anywhere=False),
-    # -- distributed init: the worker's device, torch.distributed, NCCL --------------------------
-    "world_info": _row(_NOTE, t(D, EVIDENCE)),
-    "rank_assigned": _row(_NOTE, t(D, EVIDENCE)),
-    "vllm_nccl_version": _row(_NOTE, t(D, WEAK)),
-    "nccl_found": _row(_NOTE, t(D, WEAK)),
-    "p2p_cache": _row(_NOTE, t(D, WEAK)),
-    "shm_handle": _row(_NOTE, t(D, WEAK)),
-    "all2all_manager": _row(_NOTE, t(D, WEAK)),
-    "free_memory_note": _row(_NOTE, t(D, WEAK)),  # the pre-check passed (init_device)
     # -- weight loading ---------------------------------------------------------------------------
-    # printed when a worker is built: before its device and distributed init in V0, after them in V1
-    "attention_backend": _row(_NOTE),
     "load_begin": _row(b.simple(ev.WeightLoadBegin), t(W, BEGIN)),
-    "load_from_scratch": _row(_NOTE, t(W, EVIDENCE)),
-    "weights_download": _row(_NOTE, t(W, EVIDENCE)),
     # vLLM's own durations (to the hundredth of a second and finer): the report's sub-steps
     "weights_took": _row(b.timed_note("seconds"), t(W, EVIDENCE), step=Step("loading_weights", W)),
     # load_model from its first line to this one: the whole of weight_loading
@@ -109,28 +81,11 @@ _MESSAGES: dict[str, Message] = {
     ),
     "model_weights_took": _row(b.values(ev.WeightLoadEnd, mem_usage_gb=("gib", gigabytes)), t(W, END)),
     # -- memory profiling and KV-cache sizing -----------------------------------------------------
-    "memory_profiling_results": _row(_NOTE, t(M, EVIDENCE)),
     "memory_profiling_takes": _row(b.timed_note("seconds"), t(M, EVIDENCE), step=Step("memory_profiling", M)),
-    "memory_profiling_detail": _row(_NOTE, t(M, WEAK)),
-    "available_kv_memory": _row(_NOTE, t(M, EVIDENCE)),
-    "gpu_blocks": _row(_NOTE, t(M, EVIDENCE)),
-    "kv_cache_size": _row(_NOTE, t(M, EVIDENCE)),
-    "max_concurrency": _row(_NOTE, t(M, EVIDENCE)),
     "profiling_run_took": _row(b.timed_note("elapsed"), t(M, EVIDENCE), step=Step("profiling_run", M)),
-    "encoder_cache_budget": _row(_NOTE, t(M, EVIDENCE)),
-    "profiling_skipped": _row(_NOTE, t(M, EVIDENCE)),
     # -- torch.compile (V1: inside the profiling run) and CUDA graphs -----------------------------
-    "compile_cache_dir": _row(_NOTE, t(C, EVIDENCE)),
-    "dynamo_transform": _row(_NOTE, t(C, EVIDENCE)),
-    "compile_graph": _row(_NOTE, t(C, EVIDENCE)),
-    "compile_loaded": _row(_NOTE, t(C, EVIDENCE)),
-    "compile_cached": _row(_NOTE, t(C, EVIDENCE)),
-    "compile_start": _row(_NOTE, t(C, EVIDENCE)),
     "compile_total": _row(b.timed_note("elapsed"), t(C, EVIDENCE), step=Step("torch_compile", C)),
-    "compile_warmup": _row(_NOTE, t(C, EVIDENCE)),
     "vllm_capture_begin": _row(b.values(ev.CaptureBegin, {"graph": "cuda graph"}), t(C, BEGIN)),
-    "capture_memory_note": _row(_NOTE, t(C, EVIDENCE)),
-    "capture_bar": _row(_NOTE, t(C, EVIDENCE)),
     "capture_finished": _row(
         b.values(ev.CaptureEnd, {"graph": "cuda graph"}, elapsed_s=("capture_secs", number), mem_usage_gb=("gib", gigabytes)),
         t(C, END),
@@ -139,21 +94,10 @@ _MESSAGES: dict[str, Message] = {
     # the engine core's last start-up line: profiling, KV cache, compile and capture are done
     # profiling (V1: with torch.compile in it), the KV cache and capture: memory_pool through capture
     "init_engine_took": _row(b.timed_note("engine_seconds"), CLOSE, step=Step("init_engine", M, through=C)),
-    # -- the API server after the engine (warmup), serving (ready) --------------------------------
-    "api_server_start": _row(_NOTE, HTTP_UP),
-    "routes": _row(_NOTE, HTTP_UP),
-    "route": _row(_NOTE, HTTP_UP),
-    # (anywhere=False: heads of common words, known at a message's start only: a stray 'Received
-    # request' or 'Request x failed' further in another server's line says nothing)
-    "supported_tasks": _row(_NOTE, HTTP_UP),
-    "grpc_server": _row(_NOTE, HTTP_UP),
-    "throughput": _row(_NOTE, _SERVING),
-    "received_request": _row(_NOTE, _SERVING, anywhere=False),
-    "request_error": _row(_NOTE, _SERVING, anywhere=False),  # one request failed; the server goes on serving
+    # -- serving (ready) ----------------------------------------------------------------------------
+    # (anywhere=False: a head of common words, known at a message's start only: a stray 'Request x
+    # failed' further in another server's line says nothing)
     "vllm_request_failed": _row(b.child("request_failed"), anywhere=False),
-    "shm_stall": _row(_NOTE),
-    "vllm_shutdown": _row(_NOTE),  # workers stop after a failure too: not a requested shutdown
-    "ray_dedup_note": _row(_NOTE),
     # -- failures logged as a line (logger.exception's message, an ERROR line) ---------------------
     "cache_blocks_no_room": _row(b.error("not_enough_memory"), cause=Cause.KV_CACHE_INSUFFICIENT_MEMORY),
     "max_len_v0": _row(b.error("not_enough_memory"), cause=Cause.KV_CACHE_INSUFFICIENT_MEMORY),
@@ -167,14 +111,6 @@ _MESSAGES: dict[str, Message] = {
     # the V0 worker's exception: with the error quoted (0.5) it states it; otherwise (0.6+) it is the
     # header of the logged traceback that follows, which holds the error
     "worker_exception_quoting": _row(b.error("worker_exception"), cause=Cause.PYTHON_EXCEPTION),
-    "worker_exception": _row(_NOTE),
-    "worker_method_error": _row(_NOTE),  # the same, of a V0 Ray worker
-    # headers of a logged traceback (the traceback decides)
-    "worker_failed": _row(_NOTE),
-    "worker_proc_failed": _row(_NOTE),
-    "worker_proc_hit": _row(_NOTE),
-    "engine_core_failed": _row(_NOTE),
-    "engine_core_fatal": _row(_NOTE),
     "worker_failed_with_error": _row(b.error("worker_failed_with_error"), cause=Cause.PYTHON_EXCEPTION),
     # echoes: another process's failure seen from here
     "engine_init_failed": _row(b.child("engine_init_failed")),
@@ -428,6 +364,7 @@ PACK = Pack(
     grammars=("vllm",),
     error_grammars=("vllm_errors",),
     messages=_MESSAGES,
+    annotated_row=_note_row,
     signatures=_SIGNATURES,
     functions=_FUNCTIONS,
     hints=_HINTS,

@@ -18,7 +18,7 @@ from pathlib import Path
 from types import ModuleType
 
 from logphase.packs.registry import pack_folders
-from logphase.packs.rows import Pack
+from logphase.packs.rows import Message, Pack, annotated
 from logphase.vocabulary.errors import LogphaseError
 
 # the package a pack's pack.py is loaded into, as a module of its own
@@ -54,7 +54,26 @@ def _load(folder: Path) -> Pack:
         raise PackError(f"{path}: defines no PACK")
     if pack.name != folder.name:
         raise PackError(f"{path}: PACK is named {pack.name!r}, its folder {folder.name!r}")
-    return dataclasses.replace(pack, folder=folder)
+    return dataclasses.replace(pack, folder=folder, messages={**_annotated_rows(pack, path), **pack.messages})
+
+
+def _annotated_rows(pack: Pack, path: Path) -> dict[str, Message]:
+    """The rows the pack's grammars write beside their rules (``//@``), as the pack builds them."""
+    from logphase.packs.grammars import row_notes
+
+    rows: dict[str, Message] = {}
+    for grammar in pack.grammars:
+        for rule, note in row_notes(grammar).items():
+            if pack.annotated_row is None:
+                raise PackError(f"{path}: {grammar}.lark writes a row for {rule!r}, the pack builds none (annotated_row)")
+            if rule in pack.messages:
+                raise PackError(f"{path}: {rule!r} has a row in pack.py and one in {grammar}.lark")
+            try:
+                evidence, anywhere = annotated(note)
+            except ValueError as why:
+                raise PackError(f"{grammar}.lark, {rule}: {why}") from None
+            rows[rule] = pack.annotated_row(grammar, evidence, anywhere)
+    return rows
 
 
 def pack_named(name: str) -> Pack | None:

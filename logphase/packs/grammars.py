@@ -140,6 +140,8 @@ def pack_dirs() -> list[str]:
 
 # an example line of the rule defined below it: '//: Load weight begin. avail mem=78.50 GB'
 _EXAMPLE = re.compile(r"^//: (?P<line>.*)$")
+# a message's row written beside its rule: '//@ weight_loading evidence'
+_ROW_NOTE = re.compile(r"^//@ (?P<line>.*)$")
 _RULE_DEFINITION = re.compile(r"^[?!]?(?P<rule>[a-z_][a-z_0-9]*)(?:\.-?\d+)?\s*:")
 
 
@@ -148,12 +150,26 @@ def examples(source: str) -> dict[str, tuple[str, ...]]:
     """The example lines a grammar gives its rules: ``//: <line>`` comments just above a rule's
     definition (other comments may come between). Messages and failure phrases are written in the
     grammars only, and so are the lines that show them."""
+    return _comments_above(source, _EXAMPLE)
+
+
+@functools.cache
+def row_notes(source: str) -> dict[str, str]:
+    """The rows a grammar writes beside its rules: a ``//@ <evidence>`` comment just above a rule's
+    definition (``//@ weight_loading evidence``: see ``rows.annotated``) makes the rule a message of
+    its pack, built as the pack builds its annotated messages (``Pack.annotated_row``)."""
+    return {rule: lines[-1] for rule, lines in _comments_above(source, _ROW_NOTE).items()}
+
+
+def _comments_above(source: str, marker: re.Pattern[str]) -> dict[str, tuple[str, ...]]:
+    """What the ``marker`` comments just above each rule's definition say (other comments may come
+    between), by rule."""
     found: dict[str, tuple[str, ...]] = {}
     pending: list[str] = []
     for line in grammar_path(source).read_text(encoding="utf-8").splitlines():
-        example = _EXAMPLE.match(line)
-        if example is not None:
-            pending.append(example.group("line"))
+        said = marker.match(line)
+        if said is not None:
+            pending.append(said.group("line"))
             continue
         if line.startswith("//"):
             continue

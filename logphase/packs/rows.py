@@ -15,7 +15,7 @@ Every message row and every signature row has its example lines in its grammar, 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, NamedTuple
@@ -199,6 +199,9 @@ class Pack:
     # the start-up messages of its releases that no grammar rule reads (a JSON file in its folder,
     # generated from its catalogue): recognising/notes.py reads them as weak phase evidence
     notes: str | None = None
+    # how a message whose row its grammar writes beside the rule (``//@ weight_loading evidence``)
+    # becomes a row: (grammar, evidence, anywhere) -> its Message; None: every row is in ``messages``
+    annotated_row: Callable[[str, Transition | None, bool], Message] | None = None
     # its folder in grammars/ (the registry sets it when it loads the pack)
     folder: Path = field(default_factory=Path)
 
@@ -214,3 +217,18 @@ LAUNCH_NOTE = Transition(Phase.LAUNCH, MarkerRole.EVIDENCE, server_level=True)
 
 def t(phase: Phase, role: MarkerRole, server_level: bool = False) -> Transition:
     return Transition(phase, role, server_level)
+
+
+def annotated(note: str) -> tuple[Transition | None, bool]:
+    """A row written beside a grammar's rule (``//@ <phase> <role> [server] [start]``, or ``//@ none
+    [start]``): the evidence it gives (``server``: of the server as a whole, not of a rank) and
+    whether it is looked for anywhere in a line (``start``: only at a message's start, for heads of
+    common words). ValueError on anything else."""
+    words = note.split()
+    anywhere = "start" not in words
+    words = [w for w in words if w != "start"]
+    if words == ["none"]:
+        return None, anywhere
+    if len(words) not in (2, 3) or (len(words) == 3 and words[2] != "server"):
+        raise ValueError(f"row note {note!r}: not '<phase> <role> [server] [start]' or 'none [start]'")
+    return Transition(Phase(words[0]), MarkerRole(words[1]), server_level=len(words) == 3), anywhere

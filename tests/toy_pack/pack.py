@@ -4,7 +4,13 @@ from logphase.packs import builders as b
 from logphase.packs.rows import BEGIN, Message, Pack, Signature, t
 from logphase.vocabulary import events as ev
 from logphase.vocabulary.causes import Cause, SignatureRole
-from logphase.vocabulary.phases import Phase
+from logphase.vocabulary.phases import Phase, Transition
+
+
+def _note(grammar: str, evidence: Transition | None, anywhere: bool) -> Message:
+    """A message whose row toyllm.lark writes beside its rule (//@): a note of its phase."""
+    return Message(grammar, b.with_message(ev.StartupNote), evidence, stream=None, anywhere=anywhere)
+
 
 PACK = Pack(
     name="toyllm",
@@ -26,6 +32,7 @@ PACK = Pack(
             before="device_oom",
         ),
     ),
+    annotated_row=_note,
     start_rules=("toy_version",),
     launch_rules=("toy_version",),
 )
