@@ -41,9 +41,11 @@ _HALF_DAY_S = 12 * 3600
 _ZONE_STEP_S = 900
 # UTC-12 to UTC+14: a wrapper (UTC) this far from the server's time (local) at most, one step of slack
 _MOST_ZONES_APART_S = 14 * 3600 + _ZONE_STEP_S
-# a wrapper in the learned zone that differs from the server's time by more than this is another clock
-# (a real wrapper stamps what it receives within moments; stdout buffering delays it by seconds)
-_DRIFT_S = 120.0
+# a wrapper in the learned zone that differs from the server's time by more than this is another
+# clock: a real wrapper stamps what it receives within moments, less than a second after the server's
+# whole-second stamp (docker -t, kubectl --timestamps); one that stamps lines seconds later or earlier
+# (a collector's batches, stdout flushed in blocks) would date the lines it alone stamps by the batch
+_DRIFT_S = 1.5
 
 Retiming = Callable[[str], str]
 
