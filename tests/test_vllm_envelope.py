@@ -64,7 +64,8 @@ def test_process_prefix_gives_rank_and_writer(line: str, rank: str | None, write
     env = split_envelope(line)
     assert (env.rank, env.writer, env.message) == (rank, writer, "msg")
     assert env.process == writer
-    assert env.outer is not None and env.outer.year is None  # vLLM's stamp: month and day, no year
+    # vLLM's stamp (month and day, no year) is its own logger's: the server's clock, no wrapper's
+    assert env.logger_stamp is not None and env.logger_stamp.year is None and env.outer is None
 
 
 def test_empty_print_line_of_a_child_is_its_prefix_alone() -> None:
@@ -217,6 +218,53 @@ def test_a_dated_wrapper_gives_the_year() -> None:
 def test_sglang_stamps_carry_their_year_and_infer_none() -> None:
     report = parse_file(FIXTURES / "kv_cache_insufficient.log")
     assert report.year_inferred is None
+
+
+def _read(log: str, year: YearHint | None) -> Report:
+    engine = Engine(source="x", year=year)
+    engine.feed(log.encode())
+    engine.finish()
+    return engine.report()
+
+
+def test_a_year_printed_later_corrects_the_guess() -> None:
+    """SGLang prints vLLM's platform line before its own first stamp: the year guessed for it (the
+    file's, a year on) moves to the one SGLang prints, and no year is said to be inferred."""
+    log = (
+        "INFO 03-24 13:34:34 __init__.py:190] Automatically detected platform cuda.\n"
+        "[2025-03-24 13:34:35] server_args=ServerArgs(model_path='m', tp_size=1)\n"
+        "[2025-03-24 13:34:40 TP0] Init torch distributed begin.\n"
+    )
+    report = _read(log, YearHint(date(2026, 12, 2), "file_time"))
+    assert report.year_inferred is None
+    launch = report.phases[0]
+    assert (launch.name, launch.start, launch.duration_s) == ("launch", "2025-03-24T13:34:34", 6.0)
+    # the same lines wrapped by journald, which prints no year either: its times move as well
+    journald = "".join(f"Mar 24 13:34:{34 + i} gpu-host sglang[42]: {line}\n" for i, line in enumerate(log.splitlines()))
+    wrapped = _read(journald, YearHint(date(2026, 12, 2), "file_time"))
+    assert wrapped.year_inferred is None
+    assert wrapped.phases[0].start is not None and wrapped.phases[0].start.startswith("2025-03-24T13:34:3")
+
+
+def test_a_clock_on_times_of_day_reads_a_month_and_day_as_a_time_of_day() -> None:
+    """SGLang's stamps without a date (<= 0.3) put its lines on no date: vLLM's month and day on a
+    line between them would move that line months away, so its time of day is taken alone."""
+    clock = LogClock(YearHint(date(2026, 12, 2), "file_time"))
+    lines = (
+        "[23:59:30] server_args=ServerArgs()",
+        "INFO 09-14 23:59:44 weight_utils.py:236] Using model weights format",
+        "[00:00:05 TP0] x",
+    )
+    assert _times(clock, *lines) == ["0001-01-01T23:59:30", "0001-01-01T23:59:44", "0001-01-02T00:00:05"]
+    assert clock.year_inferred is None
+
+
+def test_a_year_guessed_stays_across_new_year() -> None:
+    """The year of vLLM's stamps is guessed once, then follows its dates across New Year, whatever
+    a wrapper that is no clock of the server's says (one stamp on every line, from March)."""
+    wrapper = "2026-03-01T00:00:00.000000000Z "
+    lines = (f"{wrapper}INFO 12-31 23:59:58 [a.py:1] x", f"{wrapper}INFO 01-01 00:00:05 [a.py:1] y")
+    assert _times(LogClock(), *lines) == ["2026-12-31T23:59:58", "2027-01-01T00:00:05"]
 
 
 def _cli(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:

@@ -6,7 +6,9 @@ The syntax is ``grammars/shared/envelope.lark``: every alternative of its ``wrap
 ``sglang_prefix`` rules is a sequence of terminals, compiled here into one regular expression
 (running Lark on every line would cost ~20 us a line). Wrappers are peeled from the start of the
 line, outermost first. Named terminals say what a part is: ``*_TIME`` a time, ``*_SOURCE`` the
-writer, ``LEVEL`` a log level, ``RANK_TAG`` SGLang's rank tags.
+writer, ``LEVEL`` a log level, ``RANK_TAG`` SGLang's rank tags. A time named ``SERVER_*_TIME`` is a
+server's own logger's (vLLM's ``INFO 11-18 18:07:28 [x.py:1] ``), peeled with the wrappers: it is
+kept apart from theirs (``Envelope.logger_stamp``), as the server's clock, which theirs are compared with.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ class Envelope(NamedTuple):
     rank: str | None  # "TP0", "DP0 TP1 EP1", or torchrun's "rank3"
     message: str
     torch_rank: str | None  # "rank3" when torchrun's "[rank3]:" prefix was present
-    outer: Stamp | None = None  # the innermost wrapper's time, for lines without SGLang's
+    outer: Stamp | None = None  # the innermost wrapper's time (another program's clock: docker, kubectl ...)
     writer: str | None = None  # the writer a wrapper names: a pod, a Ray actor, an srun task ...
     # a stamp-shaped part that makes no valid time (month 84, Feb 30, hour 25: OCR damage, a bad
     # paste): it is text, not a time, and the line takes its time from the lines before it
@@ -52,11 +54,20 @@ class Envelope(NamedTuple):
     # the year of a dated wrapper around a time printed without one (docker -t around vLLM's
     # "INFO 11-18 18:07:28 ..."): the year that time is in
     wrapper_year: int | None = None
+    # the time a server's own logger prefix peeled with the wrappers printed (envelope.lark's
+    # SERVER_*_TIME: vLLM's "INFO 11-18 18:07:28 [x.py:1] "): the server's clock, as ``stamp`` is
+    logger_stamp: Stamp | None = None
 
     @property
     def stamped(self) -> bool:
         """The line carries SGLang's own prefix."""
         return self.stamp is not None or self.sglang_prefix
+
+    @property
+    def server_stamp(self) -> Stamp | None:
+        """The time a server's own prefix printed, whichever server's (SGLang's prefix, another's
+        logger): the server's clock, not a wrapper's."""
+        return self.stamp if self.stamp is not None else self.logger_stamp
 
     @property
     def stream(self) -> str | None:
@@ -68,6 +79,8 @@ class Envelope(NamedTuple):
 
 # the terminals whose text the envelope keeps: a time, a writer, a stream, a rank tag
 _CAPTURED_KINDS = ("_TIME", "_SOURCE", "_STREAM", "_RANK")
+# a time terminal whose name starts so is printed by a server's own logger: the server's clock
+_SERVER_TIME = "SERVER_"
 
 
 def _alternatives(rule: str) -> list[str]:
@@ -296,12 +309,14 @@ def _repeated() -> re.Pattern[str]:
 
 
 class _Wrapped(NamedTuple):
-    """What the wrappers at the start of a line said: where they end, the innermost time (and the
-    innermost with a year), the writer, a stamp that makes no time, a process prefix and its rank."""
+    """What the wrappers at the start of a line said: where they end, the innermost wrapper's time
+    (and the innermost with a year), the time of a server's own logger among them, the writer, a
+    stamp that makes no time, a process prefix and its rank."""
 
     end: int = 0
     outer: Stamp | None = None
     dated: Stamp | None = None
+    logger: Stamp | None = None
     writer: str | None = None
     bad: str | None = None
     process: str | None = None
@@ -317,7 +332,7 @@ def _peel_wrappers(text: str, wrapper: re.Pattern[str]) -> _Wrapped:
         parts = _parts(m)
         for name, value in parts.items():
             if name.endswith("_TIME"):
-                found = _with_time(found, parse_stamp(name, value), value)
+                found = _with_time(found, parse_stamp(name, value), value, name.startswith(_SERVER_TIME))
             elif name == "PROCESS_SOURCE":
                 # the process writes the line: named by its whole prefix, whatever logger prints inside
                 process = m.group(0).strip()[1:-1]
@@ -328,9 +343,11 @@ def _peel_wrappers(text: str, wrapper: re.Pattern[str]) -> _Wrapped:
     return found
 
 
-def _with_time(found: _Wrapped, stamp: Stamp | None, written: str) -> _Wrapped:
+def _with_time(found: _Wrapped, stamp: Stamp | None, written: str, server: bool) -> _Wrapped:
     if stamp is None:
         return found._replace(bad=written.strip())
+    if server:
+        return found._replace(logger=stamp)
     return found._replace(outer=stamp, dated=stamp if stamp.year is not None else found.dated)
 
 
@@ -338,9 +355,9 @@ def _split_envelope(text: str) -> Envelope:
     wrapper, sglang, torch = _compiled()
     wrapped = _peel_wrappers(text, wrapper)
     pos, outer, writer, bad = wrapped.end, wrapped.outer, wrapped.writer, wrapped.bad
-    process, rank, dated = wrapped.process, wrapped.rank, wrapped.dated
+    process, rank, dated, logger = wrapped.process, wrapped.rank, wrapped.dated, wrapped.logger
     if text.startswith(DOCKER_JSON_START, pos):
-        carried = _docker_carried(text[pos:], outer, writer, bad)
+        carried = _docker_carried(text[pos:], outer, writer, bad, logger)
         if carried is not None:
             return carried
     torch_rank = None
@@ -360,11 +377,14 @@ def _split_envelope(text: str) -> Envelope:
                 bad = written.strip()
             env = Envelope(stamp, tags or rank or torch_rank, text[m.end() :], torch_rank, outer, writer, bad, stamp is None)
             return env._replace(process=process) if process is not None else env
-    year = year_of(outer, dated) if outer is not None and dated is not None else None
-    return Envelope(None, rank or torch_rank, text[pos:], torch_rank, outer, writer, bad, process=process, wrapper_year=year)
+    year = year_of(logger, dated) if logger is not None and dated is not None else None
+    env = Envelope(None, rank or torch_rank, text[pos:], torch_rank, outer, writer, bad, process=process, wrapper_year=year)
+    return env._replace(logger_stamp=logger) if logger is not None else env
 
 
-def _docker_carried(record: str, outer: Stamp | None, writer: str | None, bad: str | None) -> Envelope | None:
+def _docker_carried(
+    record: str, outer: Stamp | None, writer: str | None, bad: str | None, logger: Stamp | None
+) -> Envelope | None:
     """The line a docker json-file record carries, in its own envelope; docker's time and stream
     are inside the others. None when ``record`` is no such record."""
     found = docker_json(record)
@@ -372,10 +392,16 @@ def _docker_carried(record: str, outer: Stamp | None, writer: str | None, bad: s
         return None
     line, stream, stamp, bad_time = found
     inner = split_envelope(line)
+    server, wrapper = inner.logger_stamp or logger, inner.outer or stamp or outer
+    year = inner.wrapper_year
+    if year is None and server is not None and wrapper is not None and wrapper.year is not None:
+        year = year_of(server, wrapper)  # docker's time gives the year a server's logger leaves out
     return inner._replace(
-        outer=inner.outer or stamp or outer,
+        outer=wrapper,
         writer=inner.writer or stream or writer,
         bad_stamp=inner.bad_stamp or bad_time or bad,
+        logger_stamp=server,
+        wrapper_year=year,
     )
 
 

@@ -42,10 +42,10 @@ class LineReader:
         self.since = since
         self.gate_open = since is None
         self.last_ts: str | None = None
-        # the lines before this one were re-timed (clock.take_retiming): records opened then are
-        # re-timed when they close
-        self.retimed_before = 0
-        self._retiming: Retiming | None = None
+        # the lines before each line were re-timed so (clock.take_retiming): records opened then
+        # are re-timed when they close
+        self._retimed: list[tuple[int, Retiming]] = []
+        self._retiming: Retiming | None = None  # the re-timing not yet taken by the fold
         self._wrapped: tuple[int, str | None, Stamp | None] = (0, None, None)  # the last wrapped physical line
         self.bad_stamps = 0  # lines whose stamp makes no valid time (read as text, time inherited)
         self.first_bad_stamp: tuple[int, str] | None = None
@@ -63,15 +63,19 @@ class LineReader:
         return ReadLine(line, env, ts, False, False, self._info(line, env, ts))
 
     def take_retiming(self) -> Retiming | None:
-        """Once: how the times of the lines before the server's first stamp move (the wrapper's, in a
-        zone not known then), for what was already folded from them."""
+        """Once: how the times of the lines read so far move (the wrapper's before the server's
+        first stamp, in a zone not known then; a year guessed before the server printed one), for
+        what was already folded from them."""
         retiming, self._retiming = self._retiming, None
         return retiming
 
     def retimed(self, event_line: int, ts: str | None) -> str | None:
         """The time of an event of line ``event_line`` completed now (a traceback opened before the
         server's first stamp keeps the wrapper's time until it closes)."""
-        return self.clock.retime(ts) if event_line < self.retimed_before else ts
+        for before, retiming in self._retimed:
+            if ts is not None and event_line < before:
+                ts = retiming(ts)
+        return ts
 
     # -- times the later stages and the bulk path ask about -----------------------------------------
 
@@ -104,7 +108,7 @@ class LineReader:
         self._note_retiming(lineno)
         # a wrapper's time alone may rightly give none (its clock is not the server's in any zone):
         # only a stamp the envelope refused, or the server's own that makes no date, is a bad one
-        if env.bad_stamp is not None or (ts is None and env.stamp is not None):
+        if env.bad_stamp is not None or (ts is None and env.server_stamp is not None):
             self._note_bad_stamp(lineno, env.bad_stamp or _written(env))
         if ts is not None:
             if not self.gate_open and self.since is not None and ts >= self.since:
@@ -115,8 +119,9 @@ class LineReader:
     def _note_retiming(self, lineno: int) -> None:
         retiming = self.clock.take_retiming()
         if retiming is not None:
-            self._retiming = retiming
-            self.retimed_before = lineno
+            pending = self._retiming
+            self._retiming = retiming if pending is None else (lambda ts: retiming(pending(ts)))
+            self._retimed.append((lineno, retiming))
 
     def _note_bad_stamp(self, lineno: int, text: str) -> None:
         """A stamp-shaped part that makes no time: counted, and the first one kept for the warning."""
@@ -148,7 +153,7 @@ class LineReader:
 
 def _written(env: Envelope) -> str:
     """A stamp as the line wrote it, near enough for a warning (the clock could not date it)."""
-    stamp = env.stamp or env.outer
+    stamp = env.server_stamp or env.outer
     if stamp is None:
         return ""
     year, month, day, clock = stamp
