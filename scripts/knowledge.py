@@ -381,6 +381,9 @@ class Release:
     formats: int = 0  # the variants of the mined log formats (point 5)
     formats_read: int = 0
     format_misses: list[dict] = field(default_factory=list)
+    overrides: int = 0  # the settings the source changes and says so at start-up (issue 30 point 4)
+    overrides_read: int = 0  # of which the report names, as an ignored_parameter warning
+    override_misses: list[dict] = field(default_factory=list)
 
     @property
     def total(self) -> int:
@@ -405,6 +408,8 @@ class Release:
             "raises_by_place": self.raise_causes["check:configuration"] + self.raise_causes["check:environment"],
             "formats": self.formats,
             "formats_read": self.formats_read,
+            "overrides": self.overrides,
+            "overrides_read": self.overrides_read,
             "functions": self.functions,
             "functions_in_table": self.functions_in_table,
             "functions_placed": self.functions_placed,
@@ -446,6 +451,13 @@ def placed(path: str, qual: str, phase: str) -> bool:
 def measure(version: str) -> Release:
     rel = Release(version)
     rel.formats, rel.formats_read, rel.format_misses = measure_formats(catalogue(version).get("logging", {}))
+    areas = {path: f["area"] for path, f in catalogue(version)["files"].items()}
+    measure_overrides(
+        rel,
+        [o for o in catalogue(version).get("overrides", []) if printed_override(o, None)],
+        lambda o, text: log_line(o["file"], areas[o["file"]], o, text),
+        render,
+    )
     table = frame_table()
     for path, f in catalogue(version)["files"].items():
         for qual, e in f.get("phases", {}).items():
@@ -474,6 +486,44 @@ def measure(version: str) -> Release:
     return rel
 
 
+# -- overrides (issue 30 point 4) -------------------------------------------------------------------
+
+# the levels a server prints by default that a log call has (no print, no bar)
+LOGGED = ("info", "warning", "error", "exception", "critical")
+
+
+def printed_override(o: dict, areas: dict[str, str] | None) -> bool:
+    """An override of the catalogue (mine_overrides.py) that the server prints while it starts, at
+    its default log level, and that changes what was asked for (not a default filled in). SGLang's
+    phase is the call graph's (``areas`` None); vLLM's, its file's area (not one printed while serving)."""
+    if o.get("default") or o["level"] not in LOGGED:
+        return False
+    if areas is None:
+        return o.get("phase") in START_UP_PHASES
+    return areas.get(o["file"]) not in VLLM_NOT_START_UP
+
+
+@cache
+def read_override(line: str) -> bool:
+    """Does the report on a one-line log name a setting the server changed (an ignored_parameter)?"""
+    import logphase
+
+    return any(w.kind == "ignored_parameter" for w in logphase.parse_text(line + "\n").warnings)
+
+
+def measure_overrides(
+    rel: Release, overrides: list[dict], line_of: Callable[[dict, str], str], render_of: Callable[[dict], str | None]
+) -> None:
+    """Each override rendered as its line (``line_of``) and read: read when the report warns of it."""
+    for o in overrides:
+        text = render_of(o)
+        rel.overrides += 1
+        if text is not None and read_override(line_of(o, text)):
+            rel.overrides_read += 1
+        else:
+            rel.override_misses.append(o)
+
+
 # -- the doc ---------------------------------------------------------------------------------------
 
 
@@ -484,8 +534,9 @@ def _pct(n: int, d: int) -> str:
 def table(releases: list[Release]) -> str:
     rows = [
         "| release | start-up messages covered | recognised at all | noise | raises mapped to a cause "
-        "| of which by place | log formats read | start-up functions in functions.json | placed by logphase's frames today |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| of which by place | log formats read | overrides read / in the source "
+        "| start-up functions in functions.json | placed by logphase's frames today |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in releases:
         f = r.figures()
@@ -495,6 +546,7 @@ def table(releases: list[Release]) -> str:
             f"| {f['raises_mapped']}/{f['raises']} ({_pct(f['raises_mapped'], f['raises'])}) "
             f"| {f['raises_by_place']} "
             f"| {f['formats_read']}/{f['formats']} ({_pct(f['formats_read'], f['formats'])}) "
+            f"| {f['overrides_read']}/{f['overrides']} ({_pct(f['overrides_read'], f['overrides'])}) "
             f"| {f['functions_in_table']}/{f['functions']} ({_pct(f['functions_in_table'], f['functions'])}) "
             f"| {f['functions_placed']}/{f['functions']} ({_pct(f['functions_placed'], f['functions'])}) |"
         )
@@ -545,6 +597,14 @@ in `grammars/sglang/catalogue/coverage.json` (the ratchet, rewritten by the same
   mini load balancer's, the n-gram cache's, the weight cache daemon's ...), each rendered in each
   of its variants, that logphase's envelope (`grammars/shared/envelope.lark`) peels (the time and
   the rank read, nothing of the format left) and whose message it then reads.
+- **overrides read / in the source**: the settings the release changes on its own and says so
+  (issue 30: `scripts/mine_overrides.py` finds every log call in the same block as an assignment
+  to a `ServerArgs` field, `self.<field>` in ServerArgs, `server_args.<field>` anywhere, a 0.5.20+
+  hook's `declare_resolution(..., <field>=...)`; the catalogue's `overrides`), printed at the default
+  log level in a start-up phase; a setting filled in because it was unset (under `if <field> is
+  None`) is a default, not counted. **read**: the message, rendered as above, gives an
+  `ignored_parameter` warning (`grammars/sglang/overrides.json`, written from the catalogue by
+  `scripts/override_rows.py`, or one of `sglang.lark`'s override rules).
 - **start-up functions in functions.json**: functions the call graph places in a start-up
   phase that `functions.json` (the frame table as data) lists; it lists every function the
   call graph reaches, so this is 100 % by construction: the figure guards the regeneration. **placed by logphase's frames
@@ -809,6 +869,13 @@ def vllm_judge(version: str, path: str, area: str, message: dict) -> Verdict:
 def vllm_measure(version: str) -> Release:
     """The start-up messages and raises of a vLLM release (no call graph: functions are not counted)."""
     rel = Release(version)
+    areas = {path: f["area"] for path, f in vllm_catalogue(version)["files"].items()}
+    measure_overrides(
+        rel,
+        [o for o in vllm_catalogue(version).get("overrides", []) if printed_override(o, areas)],
+        lambda o, text: vllm_log_line(version, o["file"], o, text),
+        vllm_render,
+    )
     for path, f in vllm_catalogue(version)["files"].items():
         if f["area"] in VLLM_NOT_START_UP:
             continue
@@ -832,15 +899,17 @@ def vllm_measure(version: str) -> Release:
 
 def vllm_table(releases: list[Release]) -> str:
     rows = [
-        "| release | start-up messages covered | recognised at all | noise | raises mapped to a cause |",
-        "|---|---|---|---|---|",
+        "| release | start-up messages covered | recognised at all | noise | raises mapped to a cause "
+        "| overrides read / in the source |",
+        "|---|---|---|---|---|---|",
     ]
     for r in releases:
         f = r.figures()
         rows.append(
             f"| {r.version} | {f['covered']}/{f['messages']} ({_pct(f['covered'], f['messages'])}) "
             f"| {f['recognised']}/{f['messages']} ({_pct(f['recognised'], f['messages'])}) | {f['noise']} "
-            f"| {f['raises_mapped']}/{f['raises']} ({_pct(f['raises_mapped'], f['raises'])}) |"
+            f"| {f['raises_mapped']}/{f['raises']} ({_pct(f['raises_mapped'], f['raises'])}) "
+            f"| {f['overrides_read']}/{f['overrides']} ({_pct(f['overrides_read'], f['overrides'])}) |"
         )
     return "\n".join(rows)
 
@@ -872,6 +941,12 @@ command; the ratchet is `grammars/vllm/catalogue/coverage.json` (`tests/test_kno
 - **raises mapped to a cause**: every `raise` in those files (no call graph to keep the start-up
   path's only), rendered as the traceback it ends with, for which the report names a cause more
   specific than `python_exception`.
+- **overrides read / in the source**: SGLang's measure on vLLM's settings: a log call in the same
+  block as an assignment to an engine setting (a field of `EngineArgs` or `CompilationConfig`, the
+  ones a user passes: `self.<field>` in a `*Config` or `EngineArgs` class, `<x>_config.<field>`
+  anywhere but the model's own configs), printed at the default log level outside the areas
+  printed while serving; a default filled in is not counted. **read**: the line, behind the
+  release's prefix, gives an `ignored_parameter` warning (`grammars/vllm/overrides.json`).
 
 """
 
@@ -913,6 +988,9 @@ def main(argv: list[str] | None = None) -> int:
         from vllm_notes import write as write_vllm_notes  # vLLM's notes (grammars/vllm/notes.json) too
 
         write_vllm_notes()
+        from override_rows import write as write_overrides  # both packs' overrides.json
+
+        write_overrides()
     releases = [measure(v) for v in versions()]
     vllm_releases = [vllm_measure(v) for v in vllm_versions()]
     if args.update:

@@ -53,6 +53,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import mine_overrides as overrides
 from sglang_formats import mine_logging
 from sglang_phases import CallGraph, assign_phases, call_ref, phase_at, reach
 
@@ -308,6 +309,7 @@ class Miner(ast.NodeVisitor):
         self.bases: dict[str, list[str]] = {}
         self.in_function = 0
         self.aliases: list[dict[str, list[str]]] = []  # per function: `Worker = A if c else B`
+        self.tree: ast.AST | None = None  # the module walked (set by mine_files)
 
     # scopes
     def _qual(self) -> str:
@@ -541,17 +543,74 @@ def mine_files(wheel: Path, area_of: Callable[[str], str | None], miner: Callabl
             if not (m.functions or m.messages):
                 continue
             m.messages.sort(key=lambda e: (e["line"], e["col"]))
+            m.tree = tree  # for the passes after the walk (mine_overrides.py)
             yield name, area, m
+
+
+# -- overrides (mine_overrides.py) ------------------------------------------------------------------
+
+# the files whose classes hold ServerArgs' fields: the class itself (<= 0.5.19) and 0.5.20+'s field groups
+SERVER_ARGS_FILES = ("sglang/srt/server_args.py", "sglang/srt/arg_groups/fields/*.py")
+# 0.5.20+: a resolution hook sets fields by keyword, `declare_resolution(server_args, "_hook", field=value)`
+SGLANG_SETTERS = frozenset({"declare_resolution"})
+
+
+def server_args_fields(wheel: Path) -> frozenset[str]:
+    """The fields of ServerArgs in a release: the annotated names of its class (and of the field
+    groups it is made of, 0.5.20+)."""
+    out: set[str] = set()
+    with zipfile.ZipFile(wheel) as z:
+        for name in z.namelist():
+            if not any(glob_match(name, p) for p in SERVER_ARGS_FILES):
+                continue
+            tree = ast.parse(z.read(name).decode("utf-8", "replace"))
+            for cls in ast.walk(tree):
+                if isinstance(cls, ast.ClassDef) and cls.name != "PortArgs":
+                    out.update(s.target.id for s in cls.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name))
+    return frozenset(out)
+
+
+def sglang_setting(fields: frozenset[str]) -> Callable[[str, str, str], tuple[str, bool] | None]:
+    """The ServerArgs field `owner.name = ...` changes: `self.x` in ServerArgs (and its mixins) or
+    in a process's class that keeps its own copy of a field (the scheduler's, the model runner's
+    `self.mem_fraction_static`), `server_args.x` / `self.server_args.x` anywhere; a copy kept as
+    the opposite flag (`self.enable_overlap` of `disable_overlap_schedule`) is that field, negated."""
+
+    def is_setting(owner: str, name: str, cls: str) -> tuple[str, bool] | None:
+        last = owner.split(".")[-1]
+        if last != "server_args" and owner != "self":
+            return None
+        if name in fields:
+            return name, False
+        if owner == "self" and name.startswith("enable_") and "ServerArgs" not in cls:
+            opposite = [f for f in fields if f.startswith("disable_" + name.removeprefix("enable_"))]
+            return (opposite[0], True) if len(opposite) == 1 else None
+        return None
+
+    return is_setting
+
+
+def mine_overrides(wheel: Path, mined: list[tuple[str, str, Miner]], is_setting: overrides.IsSetting,
+                   setters: frozenset[str] = frozenset()) -> list[dict]:
+    """Every override of a release (mine_overrides.py), with its file, in file and line order."""
+    out: list[dict] = []
+    for name, _, m in mined:
+        if m.tree is None:
+            continue
+        out.extend({"file": name, **o} for o in overrides.mine(m.tree, m.messages, is_setting, setters))
+    return sorted(out, key=lambda o: (o["file"], o["line"]))
 
 
 def mine_wheel(wheel: Path, version: str) -> dict:
     files: dict[str, dict] = {}
     calls: dict[str, dict[str, list[tuple[str, str, str, int]]]] = {}
     bases: dict[str, dict[str, list[str]]] = {}
-    for name, area, m in mine_files(wheel, area_of, Miner):
+    mined = list(mine_files(wheel, area_of, Miner))
+    for name, area, m in mined:
         files[name] = {"area": area, "functions": m.functions, "messages": m.messages}
         calls[name], bases[name] = m.calls, m.bases
     add_phases(files, calls, bases)
+    found = mine_overrides(wheel, mined, sglang_setting(server_args_fields(wheel)), SGLANG_SETTERS)
     digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
     return {
         "schema": SCHEMA,
@@ -562,10 +621,13 @@ def mine_wheel(wheel: Path, version: str) -> dict:
         "files": files,
         # the log formats, rank-tag orders and format switches of the release (sglang_formats.py)
         "logging": mine_logging(wheel),
+        # the settings the release changes on its own and says so (mine_overrides.py)
+        "overrides": found,
         "counts": {
             "files": len(files),
             "functions": sum(len(f["functions"]) for f in files.values()),
             "messages": sum(len(f["messages"]) for f in files.values()),
+            "overrides": len(found),
         },
     }
 

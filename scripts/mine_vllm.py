@@ -53,6 +53,8 @@ import json
 import re
 import subprocess
 import sys
+import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -349,11 +351,75 @@ def logging_summary(files: dict[str, dict]) -> dict:
     return {k: sorted(set(v)) for k, v in summary.items()}
 
 
+# -- overrides (mine_overrides.py) ------------------------------------------------------------------
+
+# the files that define the engine's settings: its configs and its engine arguments
+CONFIG_FILES = ("vllm/config.py", "vllm/config/*.py", "vllm/engine/arg_utils.py")
+ARG_CLASSES = ("EngineArgs", "AsyncEngineArgs")
+# owners `<x>_config.field` that hold no setting of the engine: the model's own (Hugging Face) configs
+NOT_SETTINGS = re.compile(r"^(?:hf|hf_text|text|vision|quant|pretrained|generation|sampling|tokenizer)_config$|^config$")
+SETTING_OWNER = re.compile(r"_config$")
+
+
+# the classes whose fields a user sets: the engine arguments (every CLI flag) and the compilation
+# config (set whole by --compilation-config / -cc); the other configs' fields are set through these
+SETTING_CLASSES = (*ARG_CLASSES, "CompilationConfig")
+
+
+def config_fields(wheel: Path) -> frozenset[str]:
+    """The settings of a release: the fields of its engine arguments and compilation config (but
+    those a user cannot pass, `field(init=False)`: what vLLM computes, `compilation_time`)."""
+    out: set[str] = set()
+    with zipfile.ZipFile(wheel) as z:
+        for name in z.namelist():
+            if not any(glob_match(name, p) for p in CONFIG_FILES):
+                continue
+            tree = ast.parse(z.read(name).decode("utf-8", "replace"))
+            for cls in ast.walk(tree):
+                if isinstance(cls, ast.ClassDef) and cls.name in SETTING_CLASSES:
+                    out.update(_class_fields(cls))
+    return frozenset(out)
+
+
+def _class_fields(cls: ast.ClassDef) -> set[str]:
+    return {
+        s.target.id
+        for s in cls.body
+        if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name) and not _computed(s.value)
+    }
+
+
+def _computed(value: ast.AST | None) -> bool:
+    """`field(default=0.0, init=False)`: a field vLLM fills in, not one a user passes."""
+    return isinstance(value, ast.Call) and any(
+        k.arg == "init" and isinstance(k.value, ast.Constant) and k.value.value is False for k in value.keywords
+    )
+
+
+def vllm_setting(fields: frozenset[str]) -> Callable[[str, str, str], tuple[str, bool] | None]:
+    """The engine setting `owner.name = ...` changes: `self.x` in a `*Config` or `EngineArgs`
+    class, `<x>_config.x` anywhere (the model's own configs aside)."""
+
+    def is_setting(owner: str, name: str, cls: str) -> tuple[str, bool] | None:
+        if name not in fields or name.startswith("_"):
+            return None
+        last = owner.split(".")[-1]
+        if owner == "self":
+            ok = cls.endswith("Config") or cls in ARG_CLASSES
+        else:
+            ok = SETTING_OWNER.search(last) is not None and NOT_SETTINGS.match(last) is None
+        return (name, False) if ok else None
+
+    return is_setting
+
+
 def mine_wheel(wheel: Path, version: str) -> dict:
+    mined = list(mine_files(wheel, area_of, VllmMiner))
     files: dict[str, dict] = {
         name: {"area": area, "functions": m.functions, "messages": m.messages}
-        for name, area, m in mine_files(wheel, area_of, VllmMiner)
+        for name, area, m in mined
     }
+    found = mine_sglang.mine_overrides(wheel, mined, vllm_setting(config_fields(wheel)))
     digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
     return {
         "schema": SCHEMA,
@@ -363,10 +429,13 @@ def mine_wheel(wheel: Path, version: str) -> dict:
         "generator": "scripts/mine_vllm.py",
         "logging": logging_summary(files),
         "files": files,
+        # the settings the release changes on its own and says so (mine_overrides.py)
+        "overrides": found,
         "counts": {
             "files": len(files),
             "functions": sum(len(f["functions"]) for f in files.values()),
             "messages": sum(len(f["messages"]) for f in files.values()),
+            "overrides": len(found),
         },
     }
 

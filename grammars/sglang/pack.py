@@ -742,6 +742,7 @@ PACK = Pack(
     },
     warmup_paths=("/model_info", "/get_model_info"),
     notes="notes.json",  # written by scripts/sglang_notes.py from grammars/sglang/catalogue
+    overrides="overrides.json",  # written by scripts/override_rows.py from the catalogue's `overrides`
     server_paths=(r"sglang/srt", r"launch_server"),
     # SGLang's own start-up code: its raise and assert statements there are its checks
     check_paths=(r"sglang/srt/", r"sglang/launch_server\.py"),

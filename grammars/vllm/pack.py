@@ -369,6 +369,7 @@ PACK = Pack(
     functions=_FUNCTIONS,
     hints=_HINTS,
     notes="notes.json",  # written by scripts/vllm_notes.py from grammars/vllm/catalogue
+    overrides="overrides.json",  # written by scripts/override_rows.py from the catalogue's `overrides`
     hint_settings={"gmu": "gpu_memory_utilization", "max_len": "max_model_len", "seqs": "max_num_seqs", "port": "port"},
     summary_settings={
         "model": "model", "tp": "tensor_parallel_size", "dp": "data_parallel_size", "pp": "pipeline_parallel_size",

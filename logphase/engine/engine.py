@@ -240,7 +240,7 @@ class _BulkSide:
         return self._events.sample_room()
 
     def notes_wanted(self) -> bool:
-        return self._events.has_notes and self._machine.run.ready_line is None
+        return self._events.has_catalogue and self._machine.run.ready_line is None
 
     def served(self, stamps: list[tuple[bytes, bytes]], first_line: int) -> int:
         reader = self._reader

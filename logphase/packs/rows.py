@@ -199,6 +199,9 @@ class Pack:
     # the start-up messages of its releases that no grammar rule reads (a JSON file in its folder,
     # generated from its catalogue): recognising/notes.py reads them as weak phase evidence
     notes: str | None = None
+    # the settings its releases change on their own and say so (a JSON file in its folder, generated
+    # from its catalogue): recognising/overrides.py reads such a line as a parameter_override
+    overrides: str | None = None
     # how a message whose row its grammar writes beside the rule (``//@ weight_loading evidence``)
     # becomes a row: (grammar, evidence, anywhere) -> its Message; None: every row is in ``messages``
     annotated_row: Callable[[str, Transition | None, bool], Message] | None = None

@@ -29,6 +29,7 @@ from logphase.reading.envelope import envelope_patterns, plain_minutes_valid, va
 from logphase.reading.lines import LineRun, LineSplitter, LogicalLine, RunPatterns, count_pieces, pieces_of
 from logphase.recognising.classify import BAR_LITERAL, all_heads
 from logphase.recognising.notes import note_hits
+from logphase.recognising.overrides import override_hits
 from logphase.recognising.plain import PLAIN_LINE, PLAIN_LINES, PLAIN_RUN, repeated
 from logphase.recognising.prefilter import (
     MIN_LITERAL,
@@ -342,7 +343,8 @@ class _QuietRun:
     unrecognized, counted in bulk, moving the clock as each would; the others take the long way,
     and so does every line while state needs each one (--since not reached, an open record, a
     warning's source lines, --unrecognized), and the first ones (the unrecognized sample). Until
-    the run is ready, so do the lines that may be a start-up note (recognising/notes.py)."""
+    the run is ready, so do the lines that may be a start-up note (recognising/notes.py) or a setting
+    the server changed (recognising/overrides.py)."""
 
     def __init__(self, run: LineRun, target: BulkTarget) -> None:
         self.run, self.target = run, target
@@ -357,7 +359,7 @@ class _QuietRun:
             if not with_notes and target.notes_wanted():
                 # until ready, a line that may be a start-up note takes the long way too (by its first
                 # word); again when a new run began at a line of the block taken the long way
-                hits, h, with_notes = sorted(hits + note_hits(data)), 0, True
+                hits, h, with_notes = sorted(hits + note_hits(data) + override_hits(data)), 0, True
             if not target.quiet_clean():
                 end = data.index(b"\n", pos)
                 _long_way_line(data[pos:end], run.lineno + line_i, run.offset + pos - 1, run.segmented, target)

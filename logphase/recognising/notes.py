@@ -20,6 +20,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
+from typing import Generic, Protocol, TypeVar
 
 from logphase.packs import PACKS
 from logphase.recognising.plain import MAX_PARSE_CHARS
@@ -78,13 +79,26 @@ def matches(pieces: Sequence[str], text: str) -> bool:
     return True
 
 
-class NoteBook:
-    """The notes of every pack, indexed by their first word; the few that start with a value by
-    their longest piece."""
+class Pieces(Protocol):
+    """What a book holds: a message's literal pieces (notes, and overrides.py's rows)."""
 
-    def __init__(self, notes: Sequence[Note]) -> None:
-        by_key: dict[str, list[Note]] = {}
-        self._headless: list[tuple[str, Note]] = []  # (its longest piece, the note)
+    @property
+    def pieces(self) -> tuple[str, ...]: ...
+
+    @property
+    def literal(self) -> int: ...
+
+
+N = TypeVar("N", bound=Pieces)
+
+
+class NoteBook(Generic[N]):
+    """The notes of every pack (or any rows of literal pieces), indexed by their first word; the
+    few that start with a value by their longest piece."""
+
+    def __init__(self, notes: Sequence[N]) -> None:
+        by_key: dict[str, list[N]] = {}
+        self._headless: list[tuple[str, N]] = []  # (its longest piece, the note)
         for note in sorted(notes, key=lambda n: -n.literal):  # the most specific first
             key = note_key(note.pieces)
             if key is not None and key.isascii():  # (the bulk path finds ASCII words only)
@@ -98,7 +112,7 @@ class NoteBook:
     def __len__(self) -> int:
         return sum(len(found) for _, found in self._by_key.values()) + len(self._headless)
 
-    def find(self, message: str) -> Note | None:
+    def find(self, message: str) -> N | None:
         """The note the whole message is (the most specific), or None."""
         text = message.strip()
         m = KEY.match(text)
@@ -169,7 +183,7 @@ def read_notes(data: dict[str, object]) -> list[Note]:
 
 
 @cache
-def notebook() -> NoteBook:
+def notebook() -> NoteBook[Note]:
     """Every pack's notes (``Pack.notes``, a file in the pack's grammar folder)."""
     notes: list[Note] = []
     for pack in PACKS:

@@ -5,7 +5,7 @@ its start shows, the time of a server's line no grammar knows.
 The first step that takes a line decides: a blank line (it may end a traceback's message), a line
 cut short at the end of the input, a Python warning's source line, the next line of an open
 multi-line record (``records.py``), the first line of one, a one-line message (``classify.py``, else
-a release's start-up note, ``notes.py``), else an unrecognized line, counted and kept as a sample.
+a release's start-up note, ``notes.py``; either may be a setting the server changed, ``overrides.py``), else an unrecognized line, counted and kept as a sample.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from logphase.recognising.classify import classify, foreign_source
 from logphase.recognising.detect import Start, server_start
 from logphase.recognising.messages import MESSAGES
 from logphase.recognising.notes import has_notes, note_event
+from logphase.recognising.overrides import has_overrides, override_event
 from logphase.recognising.records import OpenRecord, RecordAssembler, cut_header, line_shape, opens_record, request_header
 from logphase.vocabulary import events as ev
 from logphase.vocabulary.events import LineInfo
@@ -80,6 +81,7 @@ class EventReader:
         self.on_unrecognized = on_unrecognized
         self.warning_tail = 0  # indented source lines that follow a Python warning
         self.has_notes = has_notes()
+        self.has_catalogue = self.has_notes or has_overrides()
         # the last line read that may be the logged header of the traceback after it: (line, writer, text)
         self._last_message: tuple[int, str | None, str] = (0, None, "")
 
@@ -183,8 +185,11 @@ class EventReader:
         """A one-line message: its event (what a grammar reads, else a start-up note), or an
         unrecognized line."""
         found = classify(env, info)
-        if found is None and self.has_notes and sink.notes_wanted():
-            found = note_event(env.message, info)  # a start-up message of a release that no grammar reads
+        if (found is None or isinstance(found, ev.StartupNote)) and self.has_catalogue and sink.notes_wanted():
+            if found is None and self.has_notes:
+                found = note_event(env.message, info)  # a start-up message of a release that no grammar reads
+            # a setting the server changed on its own (overrides.py): read as that, with the note's evidence
+            found = override_event(env.message, info, found) or found
         if found is None:
             self._unrecognized(line, env, ts, sink)
             return

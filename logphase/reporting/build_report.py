@@ -643,6 +643,14 @@ def _input_warnings(lines: LinesReport, since: str | None, pack: Pack) -> list[W
     return []
 
 
+def _changed_by_server(run: Run, key: str, wanted: str) -> bool:
+    """Whether the server said it changed ``key`` on its own from what was launched (an override of
+    it whose value asked for is ``wanted``, or not said): its ignored_parameter warning tells, and the
+    log is this launch's, no stale one. An override that says another value was asked for leaves it
+    stale."""
+    return any(o.setting == key and (o.requested is None or values_match(o.requested, wanted)) for o in run.overrides)
+
+
 def _expectations(run: Run, expect: dict[str, str], input_complete: bool) -> list[WarningReport]:
     out: list[WarningReport] = []
     sources: dict[str, Any] = dict(run.scheduler)
@@ -669,7 +677,7 @@ def _expectations(run: Run, expect: dict[str, str], input_complete: bool) -> lis
                 )
             continue
         actual = sources[key]
-        if not values_match(actual, wanted):
+        if not values_match(actual, wanted) and not _changed_by_server(run, key, wanted):
             out.append(
                 WarningReport(
                     kind="stale_log",

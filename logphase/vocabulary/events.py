@@ -63,13 +63,17 @@ class ServerArgs(EventBase):
 
 
 class ParameterOverride(EventBase):
-    """SGLang changed a requested setting on its own and said so in passing."""
+    """The server changed a requested setting on its own and said so in passing."""
 
     kind: Literal["parameter_override"] = Field("parameter_override", description=EVENT_KIND)
-    setting: str = Field(description="the setting SGLang changed, e.g. max_running_requests")
-    requested: str | None = Field(default=None, description="the value asked for, when SGLang says")
-    actual: str | None = Field(default=None, description="the value SGLang uses instead")
+    setting: str = Field(description="the setting the server changed, e.g. max_running_requests")
+    requested: str | None = Field(default=None, description="the value asked for, when the server says")
+    actual: str | None = Field(default=None, description="the value the server uses instead")
     message: MessageText
+    phase: Phase | None = Field(
+        default=None,
+        description="the phase the line is printed in when the release catalogue's note for it says (weak evidence)",
+    )
 
 
 # --- distributed init -------------------------------------------------------------------------------
