@@ -207,9 +207,9 @@ def _aliases(block: list[ast.stmt]) -> dict[str, str]:
     from before it changes (printed, it is the value asked for)."""
     out = {}
     for stmt in block:
-        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-            if isinstance(stmt.value, ast.Attribute):
-                out[stmt.targets[0].id] = stmt.value.attr
+        one = isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+        if one and isinstance(stmt.value, ast.Attribute):
+            out[stmt.targets[0].id] = stmt.value.attr
     return out
 
 
@@ -303,9 +303,7 @@ def roles(found: Found, exprs: list[str]) -> list[str]:
 
 def constant(node: ast.AST) -> str | None:
     """The value assigned, when it is a constant (as Python prints it: True, 16, triton)."""
-    if isinstance(node, ast.Constant) and isinstance(node.value, (bool, int, float, str)) or (
-        isinstance(node, ast.Constant) and node.value is None
-    ):
+    if isinstance(node, ast.Constant) and (node.value is None or isinstance(node.value, (bool, int, float, str))):
         return str(node.value)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
         return ast.unparse(node)

@@ -449,9 +449,7 @@ def write(catalogue: dict, out: Path) -> Path:
 
 def write_index(out: Path) -> None:
     entries = []
-    for p in out.glob("*.json"):
-        if p.name == "index.json":
-            continue
+    for p in out.glob("[0-9]*.json"):  # the releases (index.json and coverage.json are not)
         data = json.loads(p.read_text())
         entries.append({"version": data["vllm_version"], "file": p.name, **data["counts"]})
     entries.sort(key=lambda e: version_key(e["version"]))

@@ -18,7 +18,7 @@ from logphase import parse_bytes, parse_text
 from tests.logs import script_module
 
 M = script_module("mine_sglang")
-O = script_module("mine_overrides")
+OV = script_module("mine_overrides")
 ROWS = script_module("override_rows")
 
 FIELDS = frozenset({"mem_fraction_static", "page_size", "chunked_prefill_size", "disable_overlap_schedule", "random_seed", "tp_size"})
@@ -63,7 +63,7 @@ def mined() -> dict[str, dict]:
     tree = ast.parse(SOURCE)
     miner = M.Miner()
     miner.visit(tree)
-    found = O.mine(tree, miner.messages, M.sglang_setting(FIELDS), M.SGLANG_SETTERS)
+    found = OV.mine(tree, miner.messages, M.sglang_setting(FIELDS), M.SGLANG_SETTERS)
     return {o["template"].split(" ")[0]: o for o in found}
 
 
@@ -92,9 +92,9 @@ def test_a_default_filled_in_is_marked_and_an_unrelated_line_is_none(mined: dict
 
 
 def test_the_setting_a_text_speaks_of() -> None:
-    assert O.names_setting("Overlap scheduler is disabled for embedding models.", "disable_overlap_schedule")
-    assert O.names_setting("The expert parallel size is adjusted", "ep_size")
-    assert not O.names_setting("Update weights end.", "load_format")
+    assert OV.names_setting("Overlap scheduler is disabled for embedding models.", "disable_overlap_schedule")
+    assert OV.names_setting("The expert parallel size is adjusted", "ep_size")
+    assert not OV.names_setting("Update weights end.", "load_format")
 
 
 @pytest.mark.parametrize("server", ["sglang", "vllm"])

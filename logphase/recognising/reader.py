@@ -5,7 +5,8 @@ its start shows, the time of a server's line no grammar knows.
 The first step that takes a line decides: a blank line (it may end a traceback's message), a line
 cut short at the end of the input, a Python warning's source line, the next line of an open
 multi-line record (``records.py``), the first line of one, a one-line message (``classify.py``, else
-a release's start-up note, ``notes.py``; either may be a setting the server changed, ``overrides.py``), else an unrecognized line, counted and kept as a sample.
+a release's start-up note, ``notes.py``; either may be a setting the server changed, ``overrides.py``),
+else an unrecognized line, counted and kept as a sample.
 """
 
 from __future__ import annotations

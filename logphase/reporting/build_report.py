@@ -37,7 +37,7 @@ from logphase.reporting.report import (
     resolve_rank,
     values_match,
 )
-from logphase.vocabulary.events import ProgressBar
+from logphase.vocabulary.events import ParameterOverride, ProgressBar
 from logphase.vocabulary.phases import PHASE_ORDER, Phase, later_phase
 
 
@@ -558,22 +558,30 @@ def _overrides(run: Run, pack: Pack) -> list[WarningReport]:
             # every rank says it once; and "because --disable-x is set" honours the user's own flag
             continue
         seen.add((o.setting, o.message))
+        requested = o.requested if o.requested is not None else _launched_value(run, o)
         values = ""
-        if o.requested is not None or o.actual is not None:
-            values = (
-                f" (requested {o.requested if o.requested is not None else '?'}, now {o.actual if o.actual is not None else '?'})"
-            )
+        if requested is not None or o.actual is not None:
+            values = f" (requested {requested if requested is not None else '?'}, now {o.actual if o.actual is not None else '?'})"
         out.append(
             WarningReport(
                 kind="ignored_parameter",
                 message=f"{pack.display_name} changed {o.setting}{values}: {o.message}",
                 line=o.line,
                 setting=o.setting,
-                expected=o.requested,
+                expected=requested,
                 found=o.actual,
             )
         )
     return out
+
+
+def _launched_value(run: Run, o: ParameterOverride) -> str | None:
+    """The value asked for when the line does not say it: the configuration dump's, when it differs
+    from the value in force (a dump printed before the change holds what was launched)."""
+    given = (run.server_args or {}).get(o.setting)
+    if given is None or o.actual is None or values_match(given, o.actual):
+        return None
+    return str(given)
 
 
 def _memory_pressure(run: Run, pack: Pack) -> list[WarningReport]:
