@@ -48,6 +48,7 @@ class Assignment:
     value: ast.AST
     default: bool
     negated: bool = False  # the target holds the setting's opposite
+    owner: str = ""  # what the target is an attribute of (`self`, `server_args`, `cfg`)
 
 
 @dataclass
@@ -118,7 +119,7 @@ class OverrideFinder:
             if isinstance(child, ast.ClassDef):
                 self._walk(child, child.name, [])
             elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                self._block(child.body, cls, [])
+                self._block(child.body, cls, [], init=child.name == "__init__")
                 self._walk(child, cls, [])
             elif isinstance(child, ast.stmt):
                 for name in _BLOCKS:
@@ -138,8 +139,10 @@ class OverrideFinder:
         holder = ast.Module(body=[stmt], type_ignores=[])
         self._walk(holder, cls, tests)
 
-    def _block(self, block: list[ast.stmt], cls: str, tests: list[ast.AST]) -> None:
-        assigns = list(self._assignments(block, cls, tests))
+    def _block(self, block: list[ast.stmt], cls: str, tests: list[ast.AST], init: bool = False) -> None:
+        """``init``: the block is a constructor's own body, where `self.x = ...` sets the object up
+        (`self.lora_backend = backend_type(...)`): no change of a setting."""
+        assigns = [a for a in self._assignments(block, cls, tests) if not (init and a.owner == "self")]
         if not assigns:
             return
         for stmt in block:
@@ -164,14 +167,13 @@ class OverrideFinder:
                     continue
                 owner = _dotted(target.value)
                 setting = self.is_setting(owner, target.attr, cls) if owner else None
-                if setting is not None:
+                if setting is not None and stmt.value is not None and not _no_change(stmt, target.attr):
                     value = stmt.value
-                    assert value is not None
                     if isinstance(stmt, ast.AugAssign):  # `x *= 0.9`: the value in force is x * 0.9
                         value = ast.BinOp(left=target, op=stmt.op, right=value)
                     name = f"{owner}.{target.attr}"
                     default = any(_unset_test(t, name, _is_flag(value)) for t in tests)
-                    yield Assignment(setting[0], stmt.lineno, value, default, setting[1])
+                    yield Assignment(setting[0], stmt.lineno, value, default, setting[1], owner)
 
     def _pick(self, call: ast.Call, assigns: list[Assignment], aliases: dict[str, str]) -> Found:
         """The setting the message is about: one its values print, else one its words name, else
@@ -211,6 +213,16 @@ def _aliases(block: list[ast.stmt]) -> dict[str, str]:
         if one and isinstance(stmt.value, ast.Attribute):
             out[stmt.targets[0].id] = stmt.value.attr
     return out
+
+
+def _no_change(stmt: ast.stmt, name: str) -> bool:
+    """An assignment that changes no setting: a copy of it (`self.lora_backend = server_args.lora_backend`,
+    `self.x = x`), or a total kept in it (`compilation_time += elapsed`: only a fixed step, `*= 0.9`,
+    changes a setting)."""
+    if isinstance(stmt, ast.AugAssign):
+        return not isinstance(stmt.value, ast.Constant)
+    value = getattr(stmt, "value", None)
+    return isinstance(value, (ast.Name, ast.Attribute)) and _dotted(value).split(".")[-1] == name
 
 
 def _is_flag(value: ast.AST) -> bool:
