@@ -129,7 +129,10 @@ def test_an_older_sglang_wording_is_an_ignored_parameter_with_its_values() -> No
 
 
 def test_a_vllm_override_speaks_of_vllm() -> None:
-    w = _warning("INFO 08-14 10:00:02 [cuda.py:165] Forcing kv cache block size to 64 for FlashMLA backend.")
+    w = _warning(
+        "INFO 08-14 10:00:01 [api_server.py:1839] vLLM API server version 0.11.0\n"
+        "INFO 08-14 10:00:02 [cuda.py:165] Forcing kv cache block size to 64 for FlashMLA backend."
+    )
     assert (w.setting, w.found) == ("block_size", "64")
     assert w.message.startswith("vLLM changed block_size")
 

@@ -561,7 +561,8 @@ def _overrides(run: Run, pack: Pack) -> list[WarningReport]:
         requested = o.requested if o.requested is not None else _launched_value(run, o)
         values = ""
         if requested is not None or o.actual is not None:
-            values = f" (requested {requested if requested is not None else '?'}, now {o.actual if o.actual is not None else '?'})"
+            now = o.actual if o.actual is not None else "?"
+            values = f" (requested {requested if requested is not None else '?'}, now {now})"
         out.append(
             WarningReport(
                 kind="ignored_parameter",
