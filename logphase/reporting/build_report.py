@@ -5,6 +5,7 @@ configuration and memory."""
 from __future__ import annotations
 
 import itertools
+import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal
@@ -549,13 +550,18 @@ def _multiple_runs(machine: PhaseMachine, run: Run) -> list[WarningReport]:
     ]
 
 
+# a flag or an environment variable the user set, named as the reason: "--enable-mis is set", "X_Y is set,"
+_USERS_OWN = re.compile(r"(?:--[\w-]+|\b[A-Z][A-Z0-9_]{2,}) is set\b(?! to\b)")
+
+
 def _overrides(run: Run, pack: Pack) -> list[WarningReport]:
     """The settings the server changed on its own, each once."""
     out: list[WarningReport] = []
     seen: set[tuple[str, str]] = set()
     for o in run.overrides:
-        if (o.setting, o.message) in seen or " is set" in o.message:
-            # every rank says it once; and "because --disable-x is set" honours the user's own flag
+        if (o.setting, o.message) in seen or _USERS_OWN.search(o.message):
+            # every rank says it once; and "because --disable-x is set" honours the user's own flag (or
+            # variable), where "Sampling backend is set to pytorch" is the server's choice
             continue
         seen.add((o.setting, o.message))
         requested = o.requested if o.requested is not None else _launched_value(run, o)
