@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import json
+from pathlib import Path
 
 import pytest
 
@@ -114,6 +115,10 @@ def test_every_row_is_a_setting_of_its_server_with_roles_per_placeholder(server:
         assert row[at["setting"]].isidentifier(), row
 
 
+def open_fixture(name: str) -> bytes:
+    return (Path(__file__).resolve().parents[1] / "fixtures" / "logs" / name).read_bytes()
+
+
 def _warning(text: str):  # type: ignore[no-untyped-def]
     found = [w for w in parse_text(text + "\n").warnings if w.kind == "ignored_parameter"]
     assert len(found) == 1, text
@@ -125,7 +130,17 @@ def test_an_older_sglang_wording_is_an_ignored_parameter_with_its_values() -> No
     assert (w.setting, w.expected, w.found) == ("mem_fraction_static", None, "0.792")
     assert "SGLang changed mem_fraction_static" in w.message
     w = _warning("[2025-06-03 14:02:18 TP0] Overlap scheduler is disabled for multimodal models.")
-    assert (w.setting, w.expected, w.found) == ("disable_overlap_schedule", "False", "True")
+    assert (w.setting, w.expected, w.found) == ("disable_overlap_schedule", None, "True")
+
+
+def test_the_value_asked_for_is_the_dumps_when_the_line_does_not_say_it() -> None:
+    report = parse_bytes(open_fixture("era_04_multimodal_overrides.log"))
+    found = {w.setting: (w.expected, w.found) for w in report.warnings if w.kind == "ignored_parameter"}
+    assert found == {
+        "disable_overlap_schedule": ("False", "True"),
+        "mem_fraction_static": ("0.88", "0.792"),
+        "chunked_prefill_size": ("8192", "-1"),
+    }
 
 
 def test_a_vllm_override_speaks_of_vllm() -> None:

@@ -30,7 +30,6 @@ from logphase.vocabulary.events import LineInfo
 # the rule of an override no grammar and no note reads (no phase evidence)
 OVERRIDE_RULE = "catalogue_override"
 _QUOTES = "'\"`"
-_FLIP = {"True": "False", "False": "True"}
 
 
 @dataclass(frozen=True)
@@ -48,7 +47,8 @@ class Override:
 
     def values(self, text: str) -> tuple[str | None, str | None]:
         """(requested, actual) the message says: its placeholders' text, else the constant the
-        source assigns as the value in force (and, for a flag, its opposite as the one asked for)."""
+        source assigns as the value in force (the value asked for is then the configuration dump's,
+        when the report has one that differs: reporting/build_report.py)."""
         holes = placeholders(self.pieces, text)
         requested = actual = None
         for role, value in zip(self.roles, holes, strict=False):
@@ -56,11 +56,7 @@ class Override:
                 requested = value.strip().strip(_QUOTES) or None
             elif role == "actual" and actual is None:
                 actual = value.strip().strip(_QUOTES) or None
-        if actual is None:
-            actual = self.value
-            if requested is None and actual in _FLIP:
-                requested = _FLIP[actual]  # the server turned a flag over: it was the other way
-        return requested, actual
+        return requested, actual if actual is not None else self.value
 
 
 def placeholders(pieces: Sequence[str], text: str) -> list[str]:
