@@ -89,7 +89,8 @@ def test_structure(version: str) -> None:
     files = cat["files"]
     assert list(files) == sorted(files)
     entry = next(e for e in INDEX["releases"] if e["version"] == version)
-    assert cat["counts"] == {k: entry[k] for k in ("files", "functions", "messages")}
+    assert cat["counts"] == {k: entry[k] for k in ("files", "functions", "messages", "overrides")}
+    assert cat["counts"]["overrides"] == len(cat["overrides"])
     assert cat["counts"]["files"] == len(files)
     assert cat["counts"]["functions"] == sum(len(f["functions"]) for f in files.values())
     assert cat["counts"]["messages"] == sum(len(f["messages"]) for f in files.values())
