@@ -16,8 +16,11 @@ vLLM writes its log to stdout and its tracebacks to stderr: its rows name no str
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from logphase.packs import builders as b
 from logphase.packs.grammars import terminal_pattern
+from logphase.packs.mined import mined_functions
 from logphase.packs.rows import (
     BEGIN,
     CLOSE,
@@ -366,7 +369,10 @@ PACK = Pack(
     messages=_MESSAGES,
     annotated_row=_note_row,
     signatures=_SIGNATURES,
-    functions=_FUNCTIONS,
+    # under the hand rows, the frame table mined from the start-up call graphs of the catalogued
+    # releases (functions.json, written by scripts/mine_vllm.py --functions-only from the phase roots
+    # of scripts/vllm_phases.py; read as every pack's is: logphase/packs/mined.py)
+    functions=_FUNCTIONS + mined_functions(Path(__file__).parent / "functions.json", _FUNCTIONS),
     hints=_HINTS,
     notes="notes.json",  # written by scripts/vllm_notes.py from grammars/vllm/catalogue
     hint_settings={"gmu": "gpu_memory_utilization", "max_len": "max_model_len", "seqs": "max_num_seqs", "port": "port"},
