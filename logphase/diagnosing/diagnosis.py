@@ -167,6 +167,19 @@ def stated_values(text: str) -> dict[str, str]:
     return values
 
 
+def is_request_traceback(e: ev.PythonException) -> bool:
+    """One HTTP request's failure: the header an HTTP server logs before it ('Exception in ASGI
+    application'), or frames through the request handling (uvicorn's protocols, a server's request
+    handlers). Only a server that is up handles requests: the traceback shows it serving."""
+    return _REQUEST_HEADER.search(e.header or "") is not None or any(_REQUEST_FRAME.search(f.path) for f in e.frames)
+
+
+def outside_the_server(e: ev.PythonException) -> bool:
+    """A traceback none of whose frames is in a server's code (nor the libraries it runs on): a
+    harness's or a script's around the server (a benchmark's chart script), not the server's."""
+    return bool(e.frames) and not any(_SERVER_FRAME.search(f.path) for f in e.frames)
+
+
 def is_harness_traceback(e: ev.PythonException) -> bool:
     """A test harness's own failure (unittest, pytest, sglang.test helpers), not the server's."""
     return any(_HARNESS_FRAME.search(f.path) for f in e.frames)
@@ -180,6 +193,12 @@ def assess(event: ev.EventBase, after_ready: bool, server: str | None = None) ->
             assessment: Assessment | None = assessor(event, after_ready)
             return _for_server(assessment, server) if assessment is not None else None
     return None
+
+
+def hint_server(text: str | None) -> str | None:
+    """The server whose flags an error's own advice names (its signature is that server's pack's);
+    None for shared advice, or none."""
+    return _HINT_SERVER.get(text or "")
 
 
 def _for_server(assessment: Assessment, server: str | None) -> Assessment:
@@ -342,7 +361,7 @@ def _ignored(e: ev.PythonException, after_ready: bool) -> bool:
         return False  # the server logs it before the process dies from it
     if not e.uncaught or is_harness_traceback(e):
         return True
-    if after_ready and (any(_REQUEST_FRAME.search(f.path) for f in e.frames) or _REQUEST_HEADER.search(e.header or "")):
+    if after_ready and is_request_traceback(e):
         return True  # one request failed (the client got a 500): the server serves on
     if after_ready and e.frames and not any(_SERVER_FRAME.search(f.path) for f in e.frames):
         return True  # a client's or a benchmark's traceback next to a server that is up

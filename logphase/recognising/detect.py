@@ -21,6 +21,7 @@ server's keys (``summary_setting``). It names no server: the packs say all of it
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from functools import cache
 from typing import Any, NamedTuple
 
@@ -40,6 +41,24 @@ def _server_of_prefix(rule: str) -> Server | None:
 # server whose child processes print its process prefixes ("(EngineCore_DP0 pid=N) ")
 STAMPED_SERVER: Server | None = _server_of_prefix("sglang_prefix")
 PROCESS_PREFIX_SERVER: Server | None = _server_of_prefix("vllm_process")
+# each server's own code, as a traceback's frames show its path
+_OWN_CODE: tuple[tuple[Server, re.Pattern[str]], ...] = tuple(
+    (pack.name, kept_regex.compile("|".join(pack.server_paths))) for pack in PACKS if pack.server and pack.server_paths
+)
+
+
+def server_of_frames(paths: Iterable[str]) -> Server | None:
+    """The server whose code a traceback runs: the one of its outermost frame in a server's code
+    (SGLang's frames call into vLLM's kernels, never the other way), None when no frame is."""
+    for path in paths:
+        for server, code in _OWN_CODE:
+            if code.search(path) is not None:
+                return server
+    return None
+
+
+# the server whose logger each envelope rule of a logger others print too is (vLLM's "vllm")
+LOGGER_SERVER: dict[str, Server] = {rule: pack.name for pack in PACKS if pack.server for rule in pack.logger_rules}
 
 
 class StartRule(NamedTuple):
@@ -65,6 +84,8 @@ class Start(NamedTuple):
     server: Server
     version: str | None = None
     begins: bool = False
+    # only a logger prefix other servers print too: the run's server when nothing else names one
+    weak: bool = False
 
 
 @cache
@@ -86,6 +107,8 @@ def server_start(env: Envelope) -> Start | None:
     found = _start_line(env.message) if env.message else None
     if found is None and env.process is not None and PROCESS_PREFIX_SERVER is not None:
         return Start(PROCESS_PREFIX_SERVER)  # only that server's processes print these prefixes
+    if found is None and env.logger_rule in LOGGER_SERVER:
+        return Start(LOGGER_SERVER[env.logger_rule], weak=True)
     return found
 
 
@@ -105,22 +128,27 @@ def server_of_rule(rule: str | None) -> Server | None:
 DEFAULT_SERVER: Server = next(pack.name for pack in PACKS if pack.server)
 
 
-def server_of_config(config: dict[str, Any]) -> Server:
+def server_of_config(config: dict[str, Any]) -> Server | None:
     """The server a run's configuration dump belongs to (for its advice when no line said): the first
-    pack one of whose own keys it holds; the first server's when none (or no dump)."""
+    pack one of whose own keys it holds; None when none does (or no dump): no server is known."""
     marked = (pack.name for pack in PACKS if pack.server and any(key in config for key in pack.config_marks))
-    return next(marked, DEFAULT_SERVER)
+    return next(marked, None)
 
 
-def run_server(detected: Server | None, forced: Server | None, seen_stamped: bool) -> Server | None:
+def run_server(
+    detected: Server | None, forced: Server | None, seen_stamped: bool, weak: tuple[Server | None, ...] = ()
+) -> Server | None:
     """The server a run is reported as: ``--server`` (``forced``) when given, else what its lines
     showed (start lines, own lines), else the server of the stamped prefix when only its lines
-    the bulk path counts were seen, else unknown."""
+    the bulk path counts were seen, else the first of the ``weak`` signs that names one (whose code
+    its tracebacks run, whose logger prefix its lines carry), else unknown."""
     if forced is not None:
         return forced
     if detected is not None:
         return detected
-    return STAMPED_SERVER if seen_stamped else None
+    if seen_stamped:
+        return STAMPED_SERVER
+    return next((server for server in weak if server is not None), None)
 
 
 def _start_line(text: str) -> Start | None:
