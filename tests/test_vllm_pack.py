@@ -114,7 +114,7 @@ def test_the_server_picks_the_rows() -> None:
     # told by the configuration dump when no server is given; SGLang's (as before vLLM) when neither says
     assert server_of_config({"gpu_memory_utilization": 0.9, "model": "m"}) == "vllm"
     assert server_of_config({"mem_fraction_static": 0.88}) == "sglang"
-    assert server_of_config({}) == "sglang"
+    assert server_of_config({}) is None  # no server known: the shared advice
     assert "--mem-fraction-static (now 0.88)" in hint(Cause.CUDA_OOM, capture, {"mem_fraction_static": 0.88}, {})
     assert "--gpu-memory-utilization (now 0.9)" in hint(Cause.CUDA_OOM, capture, {"gpu_memory_utilization": 0.9}, {})
 

@@ -13,8 +13,9 @@ one server's processes print are the envelope rules each pack names (``Pack.pref
 This module is the one place that decides which server a run is: the machine asks it for a line's
 start (``server_start``), for a line that only one server prints when no start was seen
 (``server_of_rule``), for the server whose stamped prefix the bulk path reads (``STAMPED_SERVER``),
-the report for the run's server in the end (``run_server``), and the advice, when no line said,
-by the run's configuration dump (``server_of_config``); a summary reads a run's settings with its
+the report for the run's server in the end (``run_server``: else the weak signs, whose code a run's
+tracebacks run, ``server_of_frames``, and whose logger prefix its lines carry, ``Start.weak``), and the
+advice, when no line said, by the run's configuration dump (``server_of_config``); a summary reads a run's settings with its
 server's keys (``summary_setting``). It names no server: the packs say all of it.
 """
 
