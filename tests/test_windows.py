@@ -92,6 +92,26 @@ def test_one_requests_failure_in_a_window_is_no_start_up_failure() -> None:
     assert report.failure is None and report.outcome == "ready"
 
 
+def test_a_web_frameworks_header_alone_shows_no_server_serving() -> None:
+    # 'Exception in ASGI application' comes before a start-up's warmup request's traceback too: with
+    # frames in no request handler, a log of it alone is a failure
+    text = _REQUEST.replace("uvicorn/protocols/http/httptools_impl.py", "x.py").replace("vllm/entrypoints/openai/serving_chat.py", "y.py")
+    assert parse_bytes(text.encode()).outcome == "failed"
+
+
+def test_a_launch_function_in_a_handlers_file_is_no_request() -> None:
+    # SGLang's openai_api/adapter.py holds its request handlers and load_chat_template_for_openai_api,
+    # which the launch runs: its traceback alone is a start-up's failure
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/usr/local/lib/python3.11/site-packages/sglang/srt/openai_api/adapter.py", line 129, in load_chat_template_for_openai_api\n'
+        "    raise RuntimeError(\n"
+        "RuntimeError: Chat template x is not a built-in template name or a valid chat template file path.\n"
+    )
+    report = parse_bytes(text.encode())
+    assert report.failure is not None and (report.outcome, report.failure.phase) == ("failed", Phase.LAUNCH)
+
+
 def test_a_request_handlers_traceback_during_a_start_up_still_counts() -> None:
     # before ready, a request is the warmup's: its failure is the start-up's
     text = "[2025-05-01 10:00:00] server_args=ServerArgs(model_path='x', tp_size=1)\n" + _REQUEST.replace("ERROR:    Exception in ASGI application\n", "")

@@ -61,6 +61,9 @@ _HARNESS_FRAME = _any_of(tuple(p for pack in PACKS for p in pack.harness_paths))
 _SERVER_FRAME = _any_of(tuple(p for pack in PACKS for p in pack.server_paths))
 _REQUEST_FRAME = _any_of(tuple(p for pack in PACKS for p in pack.request_paths))
 _REQUEST_HEADER = _any_of(tuple(p for pack in PACKS for p in pack.request_headers))
+# what a server logs before one request's traceback (vLLM's 'Error in preprocessing prompt inputs'),
+# not a web framework's header, which a start-up's warmup request gets too
+_SERVER_REQUEST_HEADER = _any_of(tuple(p for pack in PACKS if pack.server for p in pack.request_headers))
 _FATAL_HEADER = _any_of(tuple(p for pack in PACKS for p in pack.fatal_headers))
 _CHECK_FRAME = _any_of(tuple(p for pack in PACKS for p in pack.check_paths))
 # the exception classes a check raises when what it was given is wrong (a value, a type, a feature
@@ -172,6 +175,23 @@ def is_request_traceback(e: ev.PythonException) -> bool:
     application'), or frames through the request handling (uvicorn's protocols, a server's request
     handlers). Only a server that is up handles requests: the traceback shows it serving."""
     return _REQUEST_HEADER.search(e.header or "") is not None or any(_REQUEST_FRAME.search(f.path) for f in e.frames)
+
+
+def shows_serving(e: ev.PythonException) -> bool:
+    """A request's traceback that shows the server serving with no line before it (a window): it runs
+    through the request handling (a request frame that is no constructor, which a handler's set-up at
+    launch runs) or follows a server's own header for a request, and no frame runs in a start-up
+    phase (a launch function in a handlers' file: SGLang's load_chat_template_for_openai_api). A web
+    framework's header alone does not show it: a start-up's warmup request gets one too."""
+    if any(_start_up_frame(f) for f in e.frames):
+        return False
+    handled = any(_REQUEST_FRAME.search(f.path) and (f.function or "").rpartition(".")[2] != "__init__" for f in e.frames)
+    return handled or _SERVER_REQUEST_HEADER.search(e.header or "") is not None
+
+
+def _start_up_frame(frame: ev.Frame) -> bool:
+    phase = frame_phase(frame.function, frame.path)
+    return phase is not None and phase is not Phase.READY
 
 
 def outside_the_server(e: ev.PythonException) -> bool:

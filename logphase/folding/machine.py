@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from operator import itemgetter
 
-from logphase.diagnosing.diagnosis import Severity, assess, is_request_traceback, outside_the_server
+from logphase.diagnosing.diagnosis import Severity, assess, outside_the_server, shows_serving
 from logphase.folding.facts import note_facts
 from logphase.folding.runs import Incident, Run, Span, StepSeen, Track, seconds_between
 from logphase.reading.envelope import valid_plain_stamp
@@ -204,10 +204,10 @@ class PhaseMachine:
 
     @staticmethod
     def _serving_window(run: Run, event: ev.EventBase) -> bool:
-        """One request's failure (``is_request_traceback``) in a log that shows nothing before it, or
-        only serving: a window of a server that is up. (In a start-up, before ready, the request is
-        the warmup's, whose failure is the start-up's.)"""
-        if not isinstance(event, ev.PythonException) or not is_request_traceback(event):
+        """One request's failure (``shows_serving``) in a log that shows nothing before it, or only
+        serving: a window of a server that is up. (In a start-up, before ready, the request is the
+        warmup's, whose failure is the start-up's.)"""
+        if not isinstance(event, ev.PythonException) or not shows_serving(event):
             return False
         return run.furthest_phase() in (None, Phase.READY) and not run.launch_marked and not run.incidents
 
