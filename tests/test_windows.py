@@ -112,6 +112,13 @@ def test_a_launch_function_in_a_handlers_file_is_no_request() -> None:
     assert report.failure is not None and (report.outcome, report.failure.phase) == ("failed", Phase.LAUNCH)
 
 
+def test_a_usage_error_names_the_server_whose_launcher_it_is() -> None:
+    sglang = parse_bytes(b"launch_server.py: error: unrecognized arguments: --gpu-memory-utilization 0.9\n")
+    vllm = parse_bytes(b"vllm serve: error: unrecognized arguments: --mem-fraction-static 0.8\n")
+    other = parse_bytes(b"bench.py: error: unrecognized arguments: --foo\n")
+    assert (sglang.server, vllm.server, other.server) == ("sglang", "vllm", None)
+
+
 def test_a_request_handlers_traceback_during_a_start_up_still_counts() -> None:
     # before ready, a request is the warmup's: its failure is the start-up's
     text = "[2025-05-01 10:00:00] server_args=ServerArgs(model_path='x', tp_size=1)\n" + _REQUEST.replace("ERROR:    Exception in ASGI application\n", "")

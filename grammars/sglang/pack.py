@@ -670,6 +670,8 @@ PACK = Pack(
     warmup_paths=("/model_info", "/get_model_info"),
     notes="notes.json",  # written by scripts/sglang_notes.py from grammars/sglang/catalogue
     server_paths=(r"sglang/srt", r"launch_server"),
+    # python -m sglang.launch_server: argparse's prog is the module's file
+    programs=("launch_server.py",),
     # its OpenAI-compatible handlers (openai_api/adapter.py until 0.4, entrypoints/openai/serving_*.py after)
     request_paths=(r"sglang/srt/openai_api/adapter\.py", r"sglang/srt/entrypoints/openai/serving_\w+\.py"),
     # SGLang's own start-up code: its raise and assert statements there are its checks

@@ -434,6 +434,9 @@ PACK = Pack(
         "cuda_graph_addresses": t(C, EVIDENCE, server_level=True),
     },
     server_paths=(r"/vllm/",),
+    # the vllm command ('vllm serve: error: ...'); its api_server module's 'api_server.py' is too
+    # common a name to say vLLM
+    programs=("vllm",),
     # its OpenAI-compatible handlers (serving_chat.py ... 0.5-0.11, openai/chat_completion/serving.py in
     # the newest) and the messages it logs before one request's traceback
     request_paths=(r"/vllm/entrypoints/openai/(?:serving_\w+|\w+/serving)\.py", r"/vllm/entrypoints/\w+/api_router\.py"),

@@ -266,7 +266,7 @@ class PhaseMachine:
         if self.server is not None and start.server != self.server:
             start = Start(self.server)  # --server: every run is that server's (another's version is not its)
         run = self.run
-        if start.weak:  # a logger other servers print too: the run's server only if nothing else says
+        if start.weak:  # a logger others print too, a launcher's name: the run's server only if nothing else says
             if line >= run.start_line and run.logger_server is None:
                 run.logger_server = start.server
             return

@@ -221,8 +221,8 @@ class Run:
     # the launch's own start marker (the server's arguments dump) was read: lines that are launch
     # evidence but printed after it (the default attention backend ...) do not make a whole launch
     launch_marked: bool = False
-    # the server whose logger prefix (one other servers print too) its lines carried: its server when
-    # nothing else names one (detect.run_server)
+    # the server whose logger prefix (one other servers print too) its lines carried, or whose
+    # launcher a usage error named: its server when nothing else names one (detect.run_server)
     logger_server: Server | None = None
     # the server whose code its first traceback in a server's code runs (detect.server_of_frames)
     frames_server: Server | None = None

@@ -14,7 +14,8 @@ This module is the one place that decides which server a run is: the machine ask
 start (``server_start``), for a line that only one server prints when no start was seen
 (``server_of_rule``), for the server whose stamped prefix the bulk path reads (``STAMPED_SERVER``),
 the report for the run's server in the end (``run_server``: else the weak signs, whose code a run's
-tracebacks run, ``server_of_frames``, and whose logger prefix its lines carry, ``Start.weak``), and the
+tracebacks run, ``server_of_frames``, and whose logger prefix its lines carry or launcher a usage error
+names, ``Start.weak``), and the
 advice, when no line said, by the run's configuration dump (``server_of_config``); a summary reads a run's settings with its
 server's keys (``summary_setting``). It names no server: the packs say all of it.
 """
@@ -56,6 +57,19 @@ def server_of_frames(paths: Iterable[str]) -> Server | None:
             if code.search(path) is not None:
                 return server
     return None
+
+
+# the server whose launcher argparse names in a usage error ('launch_server.py: error: unrecognized ...')
+_PROGRAMS: dict[str, Server] = {program: pack.name for pack in PACKS if pack.server for program in pack.programs}
+_USAGE_ERROR = kept_regex.compile(
+    r"^(?P<program>" + ("|".join(re.escape(p) for p in _PROGRAMS) or r"(?!)") + r")(?: [\w-]+)?: error: "
+)
+
+
+def _server_of_program(text: str) -> Server | None:
+    """The server whose launcher a usage error names, None for any other line."""
+    m = _USAGE_ERROR.match(text)
+    return _PROGRAMS[m.group("program")] if m is not None else None
 
 
 # the server whose logger each envelope rule of a logger others print too is (vLLM's "vllm")
@@ -110,6 +124,9 @@ def server_start(env: Envelope) -> Start | None:
         return Start(PROCESS_PREFIX_SERVER)  # only that server's processes print these prefixes
     if found is None and env.logger_rule in LOGGER_SERVER:
         return Start(LOGGER_SERVER[env.logger_rule], weak=True)
+    program = _server_of_program(env.message) if found is None and env.message else None
+    if program is not None:
+        return Start(program, weak=True)  # a weak sign too: a script may be named as a launcher is
     return found
 
 
