@@ -112,6 +112,21 @@ def test_a_launch_function_in_a_handlers_file_is_no_request() -> None:
     assert report.failure is not None and (report.outcome, report.failure.phase) == ("failed", Phase.LAUNCH)
 
 
+def test_vllms_logged_request_error_beside_an_access_line_is_no_stdout_only_log() -> None:
+    # vLLM's logger writes to stdout, as uvicorn's access lines: its ERROR lines are its own lines
+    text = (
+        "ERROR 05-02 11:00:01 [serving_chat.py:263] Error in preprocessing prompt inputs\n"
+        "ERROR 05-02 11:00:01 [serving_chat.py:263] Traceback (most recent call last):\n"
+        'ERROR 05-02 11:00:01 [serving_chat.py:263]   File "/usr/local/lib/python3.12/dist-packages/vllm/entrypoints/openai/serving_chat.py", line 246, in create_chat_completion\n'
+        "ERROR 05-02 11:00:01 [serving_chat.py:263]     ) = await self._preprocess_chat(\n"
+        "ERROR 05-02 11:00:01 [serving_chat.py:263] TypeError: can only concatenate str (not \"list\") to str\n"
+        'INFO:     10.0.0.5:52814 - "POST /v1/chat/completions HTTP/1.1" 400 Bad Request\n'
+    )
+    report = parse_bytes(text.encode())
+    assert (report.server, report.outcome, report.failure) == ("vllm", "ready", None)
+    assert "stderr_missing" not in {w.kind for w in report.warnings}
+
+
 def test_a_usage_error_names_the_server_whose_launcher_it_is() -> None:
     sglang = parse_bytes(b"launch_server.py: error: unrecognized arguments: --gpu-memory-utilization 0.9\n")
     vllm = parse_bytes(b"vllm serve: error: unrecognized arguments: --mem-fraction-static 0.8\n")

@@ -603,7 +603,10 @@ def _memory_pressure(run: Run, pack: Pack) -> list[WarningReport]:
 
 
 def _stderr_missing(run: Run, pack: Pack) -> list[WarningReport]:
-    if "stdout" not in run.streams or "stderr" in run.streams or run.seen_stamped:
+    """Only stdout's lines (Gloo, NCCL, access lines) and none of the server's own: none behind its
+    stamped prefix, nor behind its logger's prefix (vLLM's logger writes to stdout: a window of its
+    logged request error and an access line holds the server's own lines)."""
+    if "stdout" not in run.streams or "stderr" in run.streams or run.seen_stamped or run.logger_server == pack.name:
         return []
     return [
         WarningReport(
