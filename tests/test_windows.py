@@ -158,6 +158,24 @@ def test_a_death_by_signal_9_is_killed_in_every_phrasing(text: str) -> None:
     assert read_error(text).cause is Cause.KILLED
 
 
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Process 41234 was killed by signal 9",
+        "Worker 3 (pid 41234) was killed by signal SIGKILL",
+        "sglang.service: Main process exited, code=killed, status=9/KILL",
+        "Out of memory: Killed process 41234 (python3) total-vm:412345678kB",
+    ],
+)
+def test_a_line_that_says_a_process_died_of_signal_9_is_a_kill(line: str) -> None:
+    failure = parse_bytes(f"{line}\n".encode()).failure
+    assert failure is not None and failure.cause is Cause.KILLED
+
+
+def test_another_signal_is_no_kill_line() -> None:
+    assert parse_bytes(b"Process 41234 was killed by signal 15\n").failure is None
+
+
 def test_another_exit_code_of_an_engine_core_is_no_kill() -> None:
     text = "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {'EngineCore_DP0': 1}"
     assert read_error(text).cause is Cause.CHILD_PROCESS_FAILED

@@ -111,6 +111,7 @@ _MESSAGES: dict[str, Message] = {
     ),
     "killed": Message("process", b.killed, stream=None),
     "oom_kill": Message("process", b.killed, stream=None),
+    "signal_kill": Message("process", b.killed, stream=None),
     "shell_signal": Message("process", b.process_error("shell"), stream=None),
     "interpreter_error": Message(
         "process",
