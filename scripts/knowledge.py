@@ -938,9 +938,13 @@ command; the ratchet is `grammars/vllm/catalogue/coverage.json` (`tests/test_kno
   notes (the literal pieces of the first line, the area's phase), read the same way: weak evidence
   of their phase until ready. Not for the areas of several phases, bars, too little literal text,
   noise, or a text printed while serving too.
-- **raises mapped to a cause**: every `raise` in those files (no call graph to keep the start-up
-  path's only), rendered as the traceback it ends with, for which the report names a cause more
-  specific than `python_exception`.
+- **raises mapped to a cause**: every `raise` in those files (the catalogue keeps no call graph to
+  hold the start-up path's only), rendered as the traceback it ends with, for which the report names
+  a cause more specific than `python_exception`. The frame's function is placed by vLLM's mined frame
+  table (`grammars/vllm/functions.json`): a raise in one that vLLM runs only while serving (a
+  request's `add_request`, the engine's `step`) is a serving error, no start-up check, and a raise in
+  the request validation of its OpenAI handlers (`_validate_input`) no failure of the server: both
+  count as unmapped.
 - **overrides read / in the source**: SGLang's measure on vLLM's settings: a log call in the same
   block as an assignment to an engine setting (a field of `EngineArgs` or `CompilationConfig`, the
   ones a user passes: `self.<field>` in a `*Config` or `EngineArgs` class, `<x>_config.<field>`

@@ -55,7 +55,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import mine_overrides as overrides
 from sglang_formats import mine_logging
-from sglang_phases import CallGraph, assign_phases, call_ref, phase_at, reach
+from sglang_phases import PHASE_ROOTS, CallGraph, Roots, assign_phases, call_ref, phase_at, reach
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT_DIR = ROOT / "grammars" / "sglang" / "catalogue"
@@ -636,14 +636,15 @@ def mine_wheel(wheel: Path, version: str) -> dict:
 IMPORT_PHASE = "launch"
 
 
-def add_phases(files: dict[str, dict], calls: dict, bases: dict) -> None:
-    """The start-up call graph (sglang_phases.py): `phases` per file (function -> phase, the
-    other phases reaching it, the phases it runs through), and each message's `phase`: its
-    function's, or later when an earlier line of the function called into a later phase."""
+def add_phases(files: dict[str, dict], calls: dict, bases: dict, roots: Roots = PHASE_ROOTS) -> None:
+    """The start-up call graph (sglang_phases.py) from a server's phase ``roots`` (SGLang's by
+    default; vllm_phases.py has vLLM's): `phases` per file (function -> phase, the other phases
+    reaching it, the phases it runs through), and each message's `phase`: its function's, or later
+    when an earlier line of the function called into a later phase."""
     functions = {p: [d[0] for d in f["functions"]] + ["<module>"] for p, f in files.items()}
     graph = CallGraph(functions, calls, bases)
-    assigned = assign_phases(graph)
-    last = reach(graph, assigned)
+    assigned = assign_phases(graph, roots)
+    last = reach(graph, assigned, roots)
     for node, entry in assigned.items():
         if node in last and last[node] != entry["phase"]:
             entry["until"] = last[node]  # it runs on into that phase (TpModelWorker.__init__: capture)
@@ -654,7 +655,7 @@ def add_phases(files: dict[str, dict], calls: dict, bases: dict) -> None:
             fn = m["function"]
             entry = assigned.get((path, fn))
             if entry is not None:
-                m["phase"] = phase_at(graph, last, path, fn, m["line"], str(entry["phase"]))
+                m["phase"] = phase_at(graph, last, path, fn, m["line"], str(entry["phase"]), roots)
                 if "tied" in entry:
                     m["shared"] = True  # a helper several phases call: its lines are in any of them
             elif fn == "<module>" or fn in classes:
@@ -685,20 +686,30 @@ FUNCTIONS = ROOT / "grammars" / "sglang" / "functions.json"
 
 
 def write_functions(out: Path, dest: Path = FUNCTIONS) -> int:
-    """The frame table of the SGLang pack, from every catalogued release: each function the
-    start-up call graph reaches, by wheel path and qualified name, with its phase in the newest
-    release that has it, the first and last release (of those mined) it is in, the phases it runs
-    through (`spans`: of the roots it calls; `until`: the last phase it runs on into, through the
+    """The frame table of the SGLang pack, from every catalogued release (``write_function_table``)."""
+    index = json.loads((out / "index.json").read_text())
+    releases = []
+    for v in (e["version"] for e in index["releases"]):
+        cat = json.loads((out / f"{v}.json").read_text())
+        releases.append((v, {path: f.get("phases", {}) for path, f in cat["files"].items()}))
+    return write_function_table(releases, dest, "scripts/mine_sglang.py")
+
+
+def write_function_table(releases: list[tuple[str, dict[str, dict]]], dest: Path, generator: str) -> int:
+    """A pack's frame table (functions.json), from the call graph of each release, oldest first
+    (``releases``: version -> wheel path -> qualified name -> the entry ``add_phases`` gives): each
+    function the start-up call graph reaches, by wheel path and qualified name, with its phase in the
+    newest release that has it, the first and last release (of those mined) it is in, the phases it
+    runs through (`spans`: of the roots it calls; `until`: the last phase it runs on into, through the
     roots and its class's methods it calls), the other phases that reach it (`also`; `tied`: as near as its own, a
     shared helper whose phase is no evidence), and `changes` ([release, phase]
-    from which a phase held) when releases disagree. One function a line, for readable diffs."""
-    index = json.loads((out / "index.json").read_text())
-    versions = [e["version"] for e in index["releases"]]
+    from which a phase held) when releases disagree. One function a line, for readable diffs.
+    Shared by the miners of every server (mine_vllm.py)."""
+    versions = [v for v, _ in releases]
     rows: dict[str, dict[str, dict]] = {}
-    for v in versions:
-        cat = json.loads((out / f"{v}.json").read_text())
-        for path, f in cat["files"].items():
-            for qual, e in f.get("phases", {}).items():
+    for v, phases in releases:
+        for path, by_function in phases.items():
+            for qual, e in by_function.items():
                 row = rows.setdefault(path, {}).setdefault(qual, {"first": v, "history": []})
                 row["last"] = v
                 if not row["history"] or row["history"][-1][1] != e["phase"]:
@@ -722,7 +733,7 @@ def write_functions(out: Path, dest: Path = FUNCTIONS) -> int:
         blocks.append(json.dumps(path) + ": {\n" + ",\n".join(lines) + "\n}")
     head = {
         "schema": 1,
-        "generator": "scripts/mine_sglang.py",
+        "generator": generator,
         "releases": versions,
         "layout": "functions: wheel path -> qualified name -> {phase, first, last, until?, spans?, also?, tied?, changes?}",
     }

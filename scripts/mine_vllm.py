@@ -59,10 +59,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import mine_sglang
-from mine_sglang import LEVELS, Miner, glob_match, mine_files, version_key  # the shared walker
+from mine_sglang import LEVELS, Miner, add_phases, glob_match, mine_files, version_key, write_function_table  # the shared walker
+from vllm_phases import VLLM_PHASE_ROOTS
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT_DIR = ROOT / "grammars" / "vllm" / "catalogue"
+# the vLLM pack's frame table: the start-up call graph of every release mined (vllm_phases.py)
+FUNCTIONS = ROOT / "grammars" / "vllm" / "functions.json"
 CACHE_DIR = Path(__file__).resolve().parent / ".cache"
 SCHEMA = 1
 
@@ -458,12 +461,39 @@ def write_index(out: Path) -> None:
     )
 
 
+def call_graph_phases(wheel: Path) -> dict[str, dict]:
+    """The phase of every function of a release's start-up files that vLLM's phase roots
+    (vllm_phases.py) reach, by wheel path and qualified name: the same walk as SGLang's
+    (mine_sglang.add_phases), over the same files as the catalogue."""
+    files: dict[str, dict] = {}
+    calls: dict[str, dict] = {}
+    bases: dict[str, dict] = {}
+    for name, _area, m in mine_files(wheel, area_of, VllmMiner):
+        files[name] = {"functions": m.functions, "messages": []}
+        calls[name], bases[name] = m.calls, m.bases
+    add_phases(files, calls, bases, VLLM_PHASE_ROOTS)
+    return {path: f["phases"] for path, f in files.items() if f["phases"]}
+
+
+def write_functions(out: Path, cache: Path, dest: Path = FUNCTIONS) -> int:
+    """grammars/vllm/functions.json from the wheels of the releases the catalogue lists (the
+    SGLang pack's functions.json is written the same way: mine_sglang.write_function_table)."""
+    index = json.loads((out / "index.json").read_text())
+    releases = [(e["version"], call_graph_phases(wheel_for(e["version"], cache))) for e in index["releases"]]
+    return write_function_table(releases, dest, "scripts/mine_vllm.py")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--versions", nargs="*", help="releases to mine ('newest' = newest final release on the index)")
     ap.add_argument("--cache", type=Path, default=CACHE_DIR, help="wheel cache (git-ignored)")
     ap.add_argument("--out", type=Path, default=OUT_DIR)
+    ap.add_argument("--functions-only", action="store_true",
+                    help="only write grammars/vllm/functions.json, from the releases the catalogue lists")
     args = ap.parse_args(argv)
+    if args.functions_only:
+        print(f"{write_functions(args.out, args.cache)} functions -> {FUNCTIONS.relative_to(ROOT)}")
+        return 0
 
     wanted = list(args.versions or DEFAULT_RELEASES)
     if "newest" in wanted:
@@ -479,6 +509,8 @@ def main(argv: list[str] | None = None) -> int:
         shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
         print(f"{v}: {c['files']} files, {c['functions']} functions, {c['messages']} messages -> {shown}")
     write_index(args.out)
+    if args.out == OUT_DIR:
+        print(f"{write_functions(args.out, args.cache)} functions -> {FUNCTIONS.relative_to(ROOT)}")
     return 0
 
 

@@ -35,7 +35,8 @@ START_UP_PHASES = PHASES[:-1]
 
 # (phase, qualified-name glob, file glob or None). The most specific first: a tie of distances
 # goes to the row listed first. Globs on the qualified name: `*` crosses dots here.
-PHASE_ROOTS: list[tuple[str, str, str | None]] = [
+Roots = list[tuple[str, str, str | None]]
+PHASE_ROOTS: Roots = [
     # -- serving: the scheduler's loops, the detokenizer's and the tokenizer manager's loops
     ("ready", "Scheduler.event_loop*", None),
     ("ready", "Scheduler*.event_loop*", None),
@@ -295,9 +296,10 @@ class CallGraph:
         return out
 
 
-def root_rank(path: str, qual: str) -> int | None:
-    """The row of PHASE_ROOTS a function is a root of (its index), or None."""
-    for i, (_, pattern, file_glob) in enumerate(PHASE_ROOTS):
+def root_rank(path: str, qual: str, roots: Roots = PHASE_ROOTS) -> int | None:
+    """The row of ``roots`` (a server's phase roots; SGLang's by default) a function is a root of
+    (its index), or None."""
+    for i, (_, pattern, file_glob) in enumerate(roots):
         if file_glob is not None and not _glob(path, file_glob):
             continue
         if fnmatch.fnmatchcase(qual, pattern):
@@ -311,8 +313,9 @@ def _glob(path: str, pattern: str) -> bool:
     return fnmatch.fnmatchcase(path, pattern) and path.count("/") == pattern.count("/")
 
 
-def assign_phases(graph: CallGraph) -> dict[tuple[str, str], dict[str, object]]:
-    """Every function reachable from a phase root: its phase, the roots reaching it, its distance.
+def assign_phases(graph: CallGraph, roots: Roots = PHASE_ROOTS) -> dict[tuple[str, str], dict[str, object]]:
+    """Every function reachable from a phase root of ``roots`` (a server's; SGLang's by default):
+    its phase, the roots reaching it, its distance.
 
     A function that directly calls roots of two or more phases runs through them in turn
     (``ModelRunner.initialize``, ``run_scheduler_process``): ``spans`` lists those phases, so a
@@ -323,14 +326,14 @@ def assign_phases(graph: CallGraph) -> dict[tuple[str, str], dict[str, object]]:
     nearest: dict[tuple[tuple[str, str], str], int] = {}  # (node, phase) -> distance from its roots
     reached_by: dict[tuple[str, str], set[str]] = {}
     queue: deque[tuple[tuple[str, str], int, int]] = deque()
-    roots = sorted(((root_rank(p, q), (p, q)) for p, q in graph.nodes if root_rank(p, q) is not None))
-    for rank, node in roots:
+    starts = sorted(((root_rank(p, q, roots), (p, q)) for p, q in graph.nodes if root_rank(p, q, roots) is not None))
+    for rank, node in starts:
         assert rank is not None
         queue.append((node, 0, rank))
     seen_from: set[tuple[tuple[str, str], str]] = set()  # (node, phase): one walk per phase
     while queue:
         node, dist, rank = queue.popleft()
-        phase = PHASE_ROOTS[rank][0]
+        phase = roots[rank][0]
         if node in best and (dist, rank) < best[node]:
             best[node] = (dist, rank)
         if (node, phase) in seen_from:
@@ -340,11 +343,11 @@ def assign_phases(graph: CallGraph) -> dict[tuple[str, str], dict[str, object]]:
         reached_by.setdefault(node, set()).add(phase)
         best.setdefault(node, (dist, rank))
         for nxt in sorted(edges.get(node, ())):
-            if root_rank(*nxt) is None:
+            if root_rank(*nxt, roots) is None:
                 queue.append((nxt, dist + 1, rank))
     out: dict[tuple[str, str], dict[str, object]] = {}
     for node, (dist, rank) in best.items():
-        phase = PHASE_ROOTS[rank][0]
+        phase = roots[rank][0]
         entry: dict[str, object] = {"phase": phase, "distance": dist}
         others = sorted(reached_by[node] - {phase}, key=PHASES.index)
         if others:
@@ -353,7 +356,7 @@ def assign_phases(graph: CallGraph) -> dict[tuple[str, str], dict[str, object]]:
         tied = [p for p in others if nearest.get((node, p)) == dist]
         if tied and dist > 0:
             entry["tied"] = tied
-        spans = sorted({PHASE_ROOTS[r][0] for n in edges.get(node, ()) if (r := root_rank(*n)) is not None} | {phase}, key=PHASES.index)
+        spans = sorted({roots[r][0] for n in edges.get(node, ()) if (r := root_rank(*n, roots)) is not None} | {phase}, key=PHASES.index)
         if len(spans) > 1:
             entry["spans"] = spans
         out[node] = entry
@@ -364,7 +367,9 @@ def _later(a: str, b: str) -> str:
     return a if PHASES.index(a) >= PHASES.index(b) else b
 
 
-def reach(graph: CallGraph, assigned: dict[tuple[str, str], dict[str, object]]) -> dict[tuple[str, str], str]:
+def reach(
+    graph: CallGraph, assigned: dict[tuple[str, str], dict[str, object]], roots: Roots = PHASE_ROOTS
+) -> dict[tuple[str, str], str]:
     """The last start-up phase each function runs through, itself or in what it calls (serving
     excluded): ``TpModelWorker.__init__`` is launch but runs until CUDA graph capture.
     Only into roots and along calls within a class: following every edge by name would let one
@@ -373,7 +378,7 @@ def reach(graph: CallGraph, assigned: dict[tuple[str, str], dict[str, object]]) 
     last = {n: str(e["phase"]) for n, e in assigned.items() if e["phase"] != "ready"}
 
     def follows(node: tuple[str, str], callee: tuple[str, str]) -> bool:
-        return callee in assigned and _follows(node[0], node[1], callee, None)
+        return callee in assigned and _follows(node[0], node[1], callee, roots)
 
     changed = True
     while changed:  # a monotone maximum over the graph: it settles even on cycles
@@ -390,7 +395,7 @@ def reach(graph: CallGraph, assigned: dict[tuple[str, str], dict[str, object]]) 
 
 
 def phase_at(
-    graph: CallGraph, last: dict[tuple[str, str], str], path: str, qual: str, line: int, own: str
+    graph: CallGraph, last: dict[tuple[str, str], str], path: str, qual: str, line: int, own: str, roots: Roots = PHASE_ROOTS
 ) -> str:
     """The phase a line of a function is printed in: the function's own, or the last phase run by
     a call it made on an earlier line (``Scheduler.init_model_worker`` logs max_total_num_tokens
@@ -403,16 +408,16 @@ def phase_at(
             continue
         for callee in graph.resolve(path, qual, ref):
             later = last.get(callee)
-            if later is not None and _follows(path, qual, callee, last):
+            if later is not None and _follows(path, qual, callee, roots):
                 phase = _later(later, phase)
     return phase
 
 
-def _follows(path: str, qual: str, callee: tuple[str, str], _unused: object) -> bool:
+def _follows(path: str, qual: str, callee: tuple[str, str], roots: Roots) -> bool:
     """A call whose phases carry over to the caller's next lines: into a phase root, or into a
     method of the same class (`self.init_tp_model_worker()`). A shared helper
     (`get_available_gpu_memory`) takes some phase of its own, but runs in every phase."""
     same_class = path == callee[0] and "." in qual and qual.split(".")[0] == callee[1].split(".")[0]
-    rank = root_rank(*callee)
+    rank = root_rank(*callee, roots)
     # (a whole file's row, weight_utils.py, is a root of where its helpers run, not a step of start-up)
-    return same_class or (rank is not None and PHASE_ROOTS[rank][1] != "*")
+    return same_class or (rank is not None and roots[rank][1] != "*")

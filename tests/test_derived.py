@@ -20,6 +20,7 @@ import pytest
 
 from logphase.packs import derived, grammars, kept_regex, rows_module
 from logphase.packs.grammars import examples, grammar_sources
+from logphase.packs.mined import mined_functions
 from logphase.recognising import classify
 from logphase.recognising.prefilter import alternatives, start_chars
 from tests.conftest import ROOT, fixture_logs
@@ -271,12 +272,14 @@ def test_a_warm_start_builds_no_parser_for_the_dispatch() -> None:
 
 
 def test_the_mined_frame_table_is_kept_as_computed(cache_folder: Path) -> None:
-    sglang = rows_module("sglang")
-    computed = sglang._mined_functions(sglang._FUNCTIONS)
-    assert list(cache_folder.glob("sglang-mined-functions-*.json.zlib"))
-    assert sglang._mined_functions(sglang._FUNCTIONS) == computed
-    assert computed == sglang.PACK.functions[len(sglang._FUNCTIONS) :]
-    assert all(f.mined for f in computed) and len(computed) > 1000
+    for pack, least in (("sglang", 1000), ("vllm", 1000)):
+        rows = rows_module(pack)
+        table = ROOT / "grammars" / pack / "functions.json"
+        computed = mined_functions(table, rows._FUNCTIONS)
+        assert list(cache_folder.glob(f"{pack}-mined-functions-*.json.zlib"))
+        assert mined_functions(table, rows._FUNCTIONS) == computed
+        assert computed == rows.PACK.functions[len(rows._FUNCTIONS) :]
+        assert all(f.mined for f in computed) and len(computed) > least
 
 
 # -- the dispatch heads by first character -----------------------------------------------------------

@@ -132,7 +132,8 @@ def windows(log: bytes, seed: str) -> Iterator[tuple[int, bytes]]:
     lines = log.splitlines(keepends=True)
     rng = random.Random(seed)
     frames = [i for i, line in enumerate(lines) if i and _FRAME_OR_SOURCE.match(line)]
-    starts = {rng.randrange(1, len(lines))} | ({rng.choice(frames)} if frames else set())
+    # (a log of one line has no window that starts after its first line)
+    starts = ({rng.randrange(1, len(lines))} if len(lines) > 1 else set()) | ({rng.choice(frames)} if frames else set())
     for i in sorted(starts):
         yield i + 1, b"".join(lines[i:])
 

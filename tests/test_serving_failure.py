@@ -125,6 +125,9 @@ def test_a_request_s_traceback_cut_after_its_header_is_no_failure_of_the_server(
     assert cut.endswith(b"\nTrace")
     report = parse_bytes(cut)
     assert report.outcome == "ready" and report.failure is None
-    # the same header before a start-up's traceback (no server up yet) does not hide a failure
-    before_ready = b"ERROR:    Exception in ASGI application\nTraceback (most recent call last):\n  File \"/x.py\", line 1, in f\nRuntimeError: boom\n"
-    assert parse_bytes(before_ready).outcome == "failed"
+    # the same header in a start-up (the warmup request's, before ready) does not hide its failure
+    start_up = SERVING_THEN_OOM.split("[2026-05-09 14:26:07] The server is fired up", 1)[0].encode()
+    warmup_fails = b"ERROR:    Exception in ASGI application\nTraceback (most recent call last):\n  File \"/x.py\", line 1, in f\nRuntimeError: boom\n"
+    assert parse_bytes(start_up + warmup_fails).outcome == "failed"
+    # in a window (no start-up before it) the header alone shows a request handled: the server is up
+    assert parse_bytes(warmup_fails).failure is None

@@ -12,8 +12,10 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+from lark import Lark
 
-from logphase.packs.grammars import defined_rules, message_rules, parse, parser, used_rules
+from logphase.diagnosing.signatures import read_error
+from logphase.packs.grammars import defined_rules, message_rules, parse, parser, rules, used_rules
 
 ROOT = Path(__file__).resolve().parents[1]
 CATALOGUE = ROOT / "grammars" / "vllm" / "catalogue"
@@ -338,7 +340,12 @@ SIGNATURES: dict[str, str] = {
     "vllm_engine_dead": "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above)",
     "vllm_engine_process_failed": "RuntimeError: Engine process failed to start. See stack trace for the root cause.",
     "vllm_worker_died": "Worker proc VllmWorker-1 died unexpectedly, shutting down executor.",
+    # the shared rule's vLLM phrase: the front end's report of an engine core that signal 9 ended
+    "child_killed": "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {'EngineCore_DP0': -9}",
 }
+# an example that holds another rule's words on purpose: the signature table reads it first
+# (grammars/vllm/pack.py: vllm_engine_init_failed comes after the shared child_killed)
+OVERLAPS: dict[str, set[str]] = {"child_killed": {"vllm_engine_init_failed"}}
 
 
 def test_every_signature_has_an_example() -> None:
@@ -349,7 +356,16 @@ def test_every_signature_has_an_example() -> None:
 def _signature_patterns() -> dict[str, re.Pattern[str]]:
     """Each rule's terminal as a regular expression searched anywhere (how signatures.py reads errors.lark)."""
     lark = parser("vllm_errors")
-    return {rule: re.compile(str(lark.get_terminal(rule.upper()).pattern.to_regexp())) for rule in SIGNATURES}
+    return {rule: re.compile(_rule_regexp(lark, rule)) for rule in SIGNATURES}
+
+
+def _rule_regexp(lark: Lark, rule: str) -> str:
+    """A rule's terminals as one expression: its alternatives, each its terminals in a row."""
+    return "|".join(
+        "".join(f"(?:{lark.get_terminal(symbol.name).pattern.to_regexp()})" for symbol in expansion)
+        for origin, expansion in rules("vllm_errors")
+        if origin == rule
+    )
 
 
 @pytest.mark.parametrize("rule", sorted(SIGNATURES))
@@ -359,9 +375,14 @@ def test_signature_finds_its_text_and_only_it(rule: str) -> None:
     # the V0 worker's wrapper of any method reads every method's text too: the table tries the
     # method-specific rows first (their rank)
     others = [
-        other for other, p in patterns.items() if other not in (rule, "vllm_worker_exception") and p.search(SIGNATURES[rule])
+        other
+        for other, p in patterns.items()
+        if other not in (rule, "vllm_worker_exception", *OVERLAPS.get(rule, ())) and p.search(SIGNATURES[rule])
     ]
     assert others == [], others
+    if rule in OVERLAPS:
+        found = read_error(SIGNATURES[rule]).signature
+        assert found is not None and found.rule == rule
 
 
 def test_the_pre_check_is_not_the_kv_cache_failure() -> None:

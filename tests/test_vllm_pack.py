@@ -114,7 +114,7 @@ def test_the_server_picks_the_rows() -> None:
     # told by the configuration dump when no server is given; SGLang's (as before vLLM) when neither says
     assert server_of_config({"gpu_memory_utilization": 0.9, "model": "m"}) == "vllm"
     assert server_of_config({"mem_fraction_static": 0.88}) == "sglang"
-    assert server_of_config({}) == "sglang"
+    assert server_of_config({}) is None  # no server known: the shared advice
     assert "--mem-fraction-static (now 0.88)" in hint(Cause.CUDA_OOM, capture, {"mem_fraction_static": 0.88}, {})
     assert "--gpu-memory-utilization (now 0.9)" in hint(Cause.CUDA_OOM, capture, {"gpu_memory_utilization": 0.9}, {})
 
@@ -155,6 +155,29 @@ def test_vllm_frames_name_their_phase() -> None:
     # the V1 engine core's KV-cache step goes on to compile and capture: a lower bound only
     assert frame_phase("_initialize_kv_caches", "/x/vllm/v1/engine/core.py") is None
     assert frame_floor("_initialize_kv_caches", "/x/vllm/v1/engine/core.py") is Phase.MEMORY_POOL
+
+
+_SITE = "/usr/local/lib/python3.12/dist-packages/vllm/"
+
+
+@pytest.mark.parametrize(
+    ("function", "path", "phase"),
+    [
+        # helpers no hand row names, placed by vLLM's call graph (grammars/vllm/functions.json)
+        ("_allocate_kv_cache_tensors", "v1/worker/gpu_model_runner.py", Phase.MEMORY_POOL),
+        ("_allocate_kv_cache", "worker/cache_engine.py", Phase.MEMORY_POOL),  # V0's cache engine
+        ("call_module", "compilation/backends.py", Phase.CUDA_GRAPH_CAPTURE),
+        ("CustomAllreduce.__init__", "distributed/device_communicators/custom_all_reduce.py", Phase.DISTRIBUTED_INIT),
+        ("_process_input_queue", "v1/engine/core.py", Phase.READY),  # the engine core's busy loop
+        ("execute_model_with_error_logging", "v1/engine/core.py", Phase.READY),
+        # run in several phases (the dummy run: the profile run, capture, serving): no evidence
+        ("_dummy_run", "v1/worker/gpu_model_runner.py", None),
+        # vLLM's table reads vLLM's files only: SGLang's model_runner.py is another file
+        ("_allocate_kv_cache_tensors", "/sgl-workspace/sglang/python/sglang/srt/model_executor/model_runner.py", None),
+    ],
+)
+def test_vllms_mined_call_graph_places_its_helpers(function: str, path: str, phase: Phase | None) -> None:
+    assert frame_phase(function, path if path.startswith("/") else _SITE + path) is phase
 
 
 def test_an_sglang_errors_own_advice_is_not_given_to_a_vllm_run() -> None:

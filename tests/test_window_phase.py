@@ -7,8 +7,9 @@ fixture of one failed run, a window starts at any line (above all inside the roo
 header, at a frame, at a frame's source line, at the exception line, after it) and runs to the end
 of the log; a variant wraps it as a paste does. The rule each window must keep:
 
-* **outcome**: failed, as long as the window holds a line of the root's record (a frame, the
-  exception line) or a line that states or echoes the failure (a consequence);
+* **outcome**: failed, as long as the window holds a line of the root's record (its header, a frame,
+  the exception line; not only the source line a cut record ends with, which alone is any indented
+  text) or a line that states or echoes the failure (a consequence);
 * **phase, when the window holds evidence of it**: the whole log's failure phase. Evidence is
   (a) phase markers: the window's lines before the root record, read alone, reach the phase;
   (b) the root's frames: the innermost frame (of those in the window) whose WHOLE function the
@@ -17,7 +18,7 @@ of the log; a variant wraps it as a paste does. The rule each window must keep:
   line is not in the window, or whose function is cut, is not evidence; frames of other packages
   (torch, triton, transformers) count only where the table lists them as known call sites;
   (c) the root's own text: its exception line, or its header, when the cause table reads a phase
-  from it;
+  from it; (d) a cut record's statement under way, with the frame line it belongs to;
 * **phase, when the window holds no evidence**: never later than the whole log's (a window cannot
   justify more than the log it is cut from), unless the window itself shows a later one (another
   rank's traceback whose frames serve, markers of a rank further on); ``launch`` or no phase at all
@@ -31,7 +32,8 @@ of the log; a variant wraps it as a paste does. The rule each window must keep:
 
 Wrapped variants that keep each line whole (rank prefixes dropped, frames dedented, lines doubled)
 keep the same rule. Folded variants (80 and 120 columns) keep the phase their frames show and never
-claim a later one; a fold also cuts one-line messages (markers, 'Received sigquit', one-line errors),
+claim a later one (a frame the fold parts from its line's envelope, the fold falling before its
+'File "' ends, is no evidence there: its record's other lines are behind an envelope it has lost); a fold also cuts one-line messages (markers, 'Received sigquit', one-line errors),
 which are not put back together: that gap is the hunt's (``python -m tests.test_window_phase`` checks
 every interesting window in every wrap against the whole rule and prints what breaks it).
 """
@@ -58,6 +60,7 @@ from logphase.vocabulary.phases import Phase
 from tests.conftest import fixture_logs
 
 _HEADER = b"Traceback (most recent call last):"
+_FRAME_START = b'File "'
 FIXTURES = {p.name: p.read_bytes() for p in fixture_logs()}
 _FRAME = re.compile(r'File "(?P<path>[^"]+)", line (?P<lineno>\d+), in (?P<function>[\w.<>]+)\s*$')
 
@@ -77,6 +80,14 @@ class Root(NamedTuple):
     header_text: str | None
     statement: str | None  # a cut record's call under way
     complete: bool
+    # the last line that is the record's own (its header, a frame, an exception line): after it a
+    # cut record has only its innermost frame's source line, which alone is any indented text
+    last_own: int
+
+
+def lines_of(name: str) -> list[bytes]:
+    """The fixture's lines (without their newlines): line n is ``lines_of(name)[n - 1]``."""
+    return FIXTURES[name].split(b"\n")
 
 
 @functools.cache
@@ -91,11 +102,18 @@ def root_of(name: str) -> Root | None:
         if isinstance(e, ev.PythonException) and e.line <= line <= (e.end_line or e.line):
             stating = tuple(x for x in [*(c.exception_line for c in e.chain), e.exception_line] if x is not None)
             header = None if e.headerless else e.line
-            return Root(e.line, e.end_line or e.line, stating, header, e.header, e.statement, e.complete)
+            last = e.end_line or e.line
+            return Root(e.line, last, stating, header, e.header, e.statement, e.complete, _last_own(name, e.line, last, stating))
     for e in events:
         if e.line <= line <= (e.end_line or e.line) and e.kind != "progress_bar":
-            return Root(e.line, e.end_line or e.line, (line,), None, None, None, True)
-    return Root(line, line, (line,), None, None, None, True)
+            return Root(e.line, e.end_line or e.line, (line,), None, None, None, True, e.end_line or e.line)
+    return Root(line, line, (line,), None, None, None, True, line)
+
+
+def _last_own(name: str, first: int, last: int, stating: tuple[int, ...]) -> int:
+    """The record's last line that is a frame line or an exception line (else its first)."""
+    own = [n for n in range(first, last + 1) if _FRAME_START in lines_of(name)[n - 1] or n in stating]
+    return max([first, *own])
 
 
 def _one_run_failures() -> list[str]:
@@ -105,18 +123,15 @@ def _one_run_failures() -> list[str]:
 FAILED = _one_run_failures()
 
 
-def lines_of(name: str) -> list[bytes]:
-    """The fixture's lines (without their newlines): line n is ``lines_of(name)[n - 1]``."""
-    return FIXTURES[name].split(b"\n")
-
-
-def _frames_in(name: str, start: int, root: Root) -> list[ev.Frame]:
-    """The root's frames whose whole frame line is in a window that starts at line ``start``."""
+def _frames_in(name: str, start: int, root: Root, fold: int | None = None) -> list[ev.Frame]:
+    """The root's frames whose whole frame line is in a window that starts at line ``start`` (and,
+    folded at ``fold`` columns, whose 'File "' the fold leaves whole beside its line's envelope)."""
     frames: list[ev.Frame] = []
     lines = lines_of(name)
     for number in range(max(start, root.first), root.last + 1):
-        found = _FRAME.search(lines[number - 1].decode("utf-8", "replace"))
-        if found:
+        text = lines[number - 1].decode("utf-8", "replace")
+        found = _FRAME.search(text)
+        if found and (fold is None or text.index('File "') + len('File "') <= fold):
             frames.append(ev.Frame(path=found["path"], lineno=int(found["lineno"]), function=found["function"]))
     return frames
 
@@ -144,14 +159,15 @@ class Expected(NamedTuple):
     evidence: str  # what the phase rests on, for the failure message
 
 
-def expected(name: str, start: int) -> Expected:
-    """What a window of fixture ``name`` that starts at line ``start`` must report (the module's rule)."""
+def expected(name: str, start: int, fold: int | None = None) -> Expected:
+    """What a window of fixture ``name`` that starts at line ``start`` must report (the module's rule),
+    folded at ``fold`` columns when given."""
     full, root = whole(name), root_of(name)
     assert full.failure is not None and root is not None and full.phase is not None
     phase = full.failure.phase or full.phase
     consequences = [c.line for c in full.failure.consequences]
-    failed = start <= root.last or any(line >= start for line in consequences)
-    evidence = _evidence(name, start, root, phase)
+    failed = start <= root.last_own or any(line >= start for line in consequences)
+    evidence = _evidence(name, start, root, phase, fold)
     ceiling = max([phase, *_later_evidence(name, start)], key=lambda p: p.order)
     causes: frozenset[Cause] | None = None
     lines: frozenset[int] | None = None
@@ -180,15 +196,15 @@ def _later_evidence(name: str, start: int) -> list[Phase]:
     return found
 
 
-def _evidence(name: str, start: int, root: Root, phase: Phase) -> str | None:
-    """What in the window shows the failure's phase (None: nothing)."""
+def _evidence(name: str, start: int, root: Root, phase: Phase, fold: int | None = None) -> str | None:
+    """What in the window shows the failure's phase (None: nothing); ``fold``: folded at that width."""
     markers = _markers_reach(name, start)
     if markers is phase:
         return "markers"
-    frames = _frames_in(name, start, root)
+    frames = _frames_in(name, start, root, fold)
     if frames and frames_phase(frames) is phase:
         return f"frames ({frames[-1].function} ...)"
-    if not root.complete and root.statement and start <= root.last and statement_phase(root.statement) is phase:
+    if not root.complete and root.statement and start <= root.last_own and statement_phase(root.statement) is phase:
         return "statement"
     if any(line >= start and _text_phase(name, line) is phase for line in root.stating):
         return "exception text"
@@ -285,6 +301,7 @@ def interesting_starts(name: str) -> list[int]:
 # traceback's record puts back together: a folded window keeps the phase its frames show
 WHOLE_LINES = ("plain", "no_ranks", "dedented", "double_spaced")
 FOLDS = ("fold80", "fold120")
+_FOLD_WIDTH = {"fold80": 80, "fold120": 120}
 
 
 def _start(name: str, data: st.DataObject) -> int:
@@ -303,7 +320,7 @@ def test_a_window_of_a_failure_keeps_its_phase_and_cause(name: str, data: st.Dat
 def folded_problems(name: str, start: int, wrap: str) -> list[str]:
     """The rule on a folded window: the phase its frames show (markers and one-line errors may be
     cut by the fold), never a later one."""
-    want = expected(name, start)
+    want = expected(name, start, _FOLD_WIDTH[wrap])
     if not want.evidence.startswith(("frames", "statement")):
         want = want._replace(phase=None)
     want = want._replace(failed=False, causes=None, lines=None)

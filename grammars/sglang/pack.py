@@ -5,11 +5,10 @@ about where it struck), and the advice that names SGLang's flags.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from logphase.packs import builders as b
-from logphase.packs.derived import cached, digest
+from logphase.packs.mined import mined_functions
 from logphase.packs.rows import (
     BEGIN,
     CLOSE,
@@ -638,80 +637,6 @@ _FUNCTIONS: tuple[ServerFunction, ...] = (
     ServerFunction("<module>", _LAUNCH, "launch_server.py"),
 )
 
-# what makes a mined function no evidence (functions.json's flags): reached from several phases
-# ("also", "tied": a helper whose phase is its caller's), placed differently by different releases
-# ("changes"), running through later phases ("spans", "until": Scheduler.__init__)
-_NO_EVIDENCE = frozenset({"also", "tied", "changes", "spans", "until"})
-_MinedRows = dict[tuple[str, str], set[tuple[Phase, str | None]]]
-_Functions = dict[str, dict[str, dict[str, object]]]  # functions.json's "functions": file -> function -> row
-
-
-def _spanning_classes(functions: dict[str, dict[str, dict[str, object]]]) -> set[str]:
-    """Classes whose constructor runs through later phases (ModelRunner's, the Scheduler's): the
-    call graph gives their methods the constructor's phase, launch, whenever they run."""
-    return {
-        q.rpartition(".")[0]
-        for rows in functions.values()
-        for q, row in rows.items()
-        if q.endswith(".__init__") and _NO_EVIDENCE & {"spans", "until"} & row.keys()
-    }
-
-
-def _evidence_rows(functions: dict[str, dict[str, dict[str, object]]], hand: tuple[ServerFunction, ...]) -> _MinedRows:
-    """(name, file) -> the (phase, constructor's class) of each mined function that is evidence
-    and that no hand row names (by name for a row of any file, by name and file, or its class)."""
-    named = {f.name for f in hand if f.file is None} | {f"{f.name}@{f.file}" for f in hand} | {f"@{f.cls}" for f in hand if f.cls}
-    spanning = _spanning_classes(functions)
-    found: _MinedRows = {}
-    for path, rows in functions.items():
-        file = path.rsplit("/", 1)[-1]
-        for qualified, row in rows.items():
-            owner, _, name = qualified.rpartition(".")
-            cls = owner.rsplit(".", 1)[-1] if name == "__init__" and owner else None
-            # a constructor built at launch may run the later phases: the call graph cannot tell
-            at_launch = row["phase"] == Phase.LAUNCH.value and (owner in spanning or name == "__init__")
-            if _NO_EVIDENCE & row.keys() or at_launch or {name, f"{name}@{file}", f"@{cls}"} & named:
-                continue
-            found.setdefault((name, file), set()).add((Phase(str(row["phase"])), cls))
-    return found
-
-
-def _mined_functions(hand: tuple[ServerFunction, ...]) -> tuple[ServerFunction, ...]:
-    """The frame table mined from the call graphs of 14 releases (grammars/sglang/functions.json,
-    written by scripts/mine_sglang.py), under the hand rows above, which win: a mined function a
-    hand row names is left out, and a frame of a hand row decides before any mined one
-    (diagnosing/functions.py). A name that two files of the same name (or two classes of one file)
-    place in different phases is no evidence either (``_evidence_rows`` says what else is not)."""
-    source = (Path(__file__).parent / "functions.json").read_bytes()
-    # kept on disk with the hash of the file and of the hand rows (the mining reads ~0.5 MB of JSON
-    # and thousands of rows: a tenth of a second a start)
-    key = digest([source, repr(hand)])
-    return cached("sglang-mined-functions", key, lambda: _mine_rows(json.loads(source), hand), _mined_rows)
-
-
-def _mine_rows(data: dict[str, _Functions], hand: tuple[ServerFunction, ...]) -> list[list[str | None]]:
-    """The rows ``_mined_functions`` keeps, as JSON: [name, phase, file, class]."""
-    rows: list[list[str | None]] = []
-    for (name, file), found in sorted(_evidence_rows(data["functions"], hand).items()):
-        phases = {phase for phase, _ in found}
-        classes = sorted({cls for _, cls in found if cls is not None})
-        constructor = name == "__init__"
-        if len(phases) != 1 or (constructor and (len(classes) != 1 or any(cls is None for _, cls in found))):
-            continue
-        rows.append([name, phases.pop().value, file, classes[0] if constructor else None])
-    return rows
-
-
-def _mined_rows(data: object) -> tuple[ServerFunction, ...]:
-    if not isinstance(data, list):
-        raise TypeError("mined functions: not a list")
-    phases = {phase.value: phase for phase in Phase}
-    rows = tuple(ServerFunction(name, phases[phase], file, cls, False, True) for name, phase, file, cls in data)
-    if not all(isinstance(f.name, str) and isinstance(f.file, str) for f in rows):
-        raise TypeError("mined functions: a name that is not text")
-    return rows
-
-
 PACK = Pack(
     name="sglang",
     display_name="SGLang",
@@ -719,7 +644,9 @@ PACK = Pack(
     error_grammars=("sglang_errors",),
     messages=_MESSAGES,
     signatures=_SIGNATURES,
-    functions=_FUNCTIONS + _mined_functions(_FUNCTIONS),
+    # under the hand rows, the frame table mined from the call graphs of 14 releases (functions.json,
+    # written by scripts/mine_sglang.py; read as every pack's is: logphase/packs/mined.py)
+    functions=_FUNCTIONS + mined_functions(Path(__file__).parent / "functions.json", _FUNCTIONS),
     hints=_HINTS,
     hint_settings={"mfs": "mem_fraction_static", "max_bs": "cuda_graph_max_bs", "port": "port"},
     config_marks=("mem_fraction_static", "tp_size", "model_path"),
@@ -744,6 +671,10 @@ PACK = Pack(
     notes="notes.json",  # written by scripts/sglang_notes.py from grammars/sglang/catalogue
     overrides="overrides.json",  # written by scripts/override_rows.py from the catalogue's `overrides`
     server_paths=(r"sglang/srt", r"launch_server"),
+    # python -m sglang.launch_server: argparse's prog is the module's file
+    programs=("launch_server.py",),
+    # its OpenAI-compatible handlers (openai_api/adapter.py until 0.4, entrypoints/openai/serving_*.py after)
+    request_paths=(r"sglang/srt/openai_api/adapter\.py", r"sglang/srt/entrypoints/openai/serving_\w+\.py"),
     # SGLang's own start-up code: its raise and assert statements there are its checks
     check_paths=(r"sglang/srt/", r"sglang/launch_server\.py"),
     harness_paths=(r"/sglang/test/",),

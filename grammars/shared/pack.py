@@ -110,6 +110,8 @@ _MESSAGES: dict[str, Message] = {
         ByLine("warning"),
     ),
     "killed": Message("process", b.killed, stream=None),
+    "oom_kill": Message("process", b.killed, stream=None),
+    "signal_kill": Message("process", b.killed, stream=None),
     "shell_signal": Message("process", b.process_error("shell"), stream=None),
     "interpreter_error": Message(
         "process",
@@ -230,7 +232,57 @@ _SIGNATURES: tuple[Signature, ...] = (
     Signature("native_crash", Cause.PYTHON_EXCEPTION, _ROOT, hint=NATIVE_CRASH_HINT),
 )
 
+# The advice for a run of no known server (a window without its server's lines): it names no server's
+# flags. A server's own row for the cause comes first in that server's runs (diagnosing/hints.py).
 _HINTS: tuple[Hint, ...] = (
+    Hint(
+        Cause.KV_CACHE_INSUFFICIENT_MEMORY,
+        "The KV cache did not fit in the GPU memory left after the weights: give the server a larger share "
+        "of GPU memory (its memory-fraction or memory-utilization setting), a shorter maximum context length, "
+        "more GPUs (tensor parallelism), or free memory other processes hold (nvidia-smi).",
+    ),
+    Hint(
+        Cause.CUDA_OOM,
+        "CUDA out of memory{where}: the GPU memory the server was given did not hold what this step needs. "
+        "Lower the share of GPU memory it reserves, the batch sizes it captures or serves, or the context "
+        "length; use more GPUs or a quantized checkpoint; or free memory other processes hold (nvidia-smi).",
+    ),
+    Hint(
+        Cause.GPU_MEMORY_OCCUPIED,
+        "The GPU has less free memory than the server was told to take: another process holds part of it "
+        "(nvidia-smi). Free the GPU, or lower the share of GPU memory the server asks for.",
+    ),
+    Hint(
+        Cause.NCCL_ERROR,
+        "NCCL failed{where}: find the rank whose error comes first (a crashed peer makes the others fail); rerun "
+        "with NCCL_DEBUG=INFO, check that every GPU is visible and healthy (nvidia-smi topo -m, dmesg for Xid "
+        "errors), the network interface (NCCL_SOCKET_IFNAME) and /dev/shm in containers.",
+    ),
+    Hint(
+        Cause.DISTRIBUTED_TIMEOUT,
+        "A distributed rendezvous or collective timed out{where}: a rank or node never joined, or stopped while "
+        "the others waited. Check that every node and rank started, that the master address and port are "
+        "reachable (firewall), and find the rank whose error comes first.",
+    ),
+    Hint(
+        Cause.PORT_IN_USE,
+        "A port the server binds is taken: stop the process holding it (ss -ltnp) or give the server another port.",
+    ),
+    Hint(
+        Cause.MODEL_LOAD_ERROR,
+        "Loading the model failed: check the model path or Hub id, that the checkpoint files are complete, that "
+        "this server release supports the architecture and quantization, and trust-remote-code if the model needs it.",
+    ),
+    Hint(
+        Cause.IMPORT_ERROR,
+        "A module failed to import: reinstall the versions this server release pins (pip check), or the missing "
+        "package (a torch built for another CUDA is a common one).",
+    ),
+    Hint(
+        Cause.WATCHDOG_TIMEOUT,
+        "The server's watchdog found no progress for its timeout: a hang in a kernel or a collective. Read the "
+        "stack dump around it; raise the watchdog timeout only if a step is legitimately that slow.",
+    ),
     Hint(
         Cause.KILLED,
         "A process was killed{where} (SIGKILL, or the process tree vanished without an error): usually the "
@@ -243,6 +295,21 @@ _HINTS: tuple[Hint, ...] = (
         "then check `dmesg -T` for kills and segfaults.",
     ),
     Hint(Cause.PYTHON_EXCEPTION, NATIVE_CRASH_HINT, needs=("native_crash",)),
+    # an exception the server's own start-up check raised (diagnosing/diagnosis.py's Check)
+    Hint(
+        Cause.PYTHON_EXCEPTION,
+        "The server refused its configuration{where}: the message above names the flag, value or model setting "
+        "it does not accept with this model, hardware or release; change it (the server's --help lists this "
+        "version's flags) or use a release that supports the combination.",
+        needs=("configuration_check",),
+    ),
+    Hint(
+        Cause.PYTHON_EXCEPTION,
+        "The server stopped its start-up{where} on a condition it checks itself: the message above says what it "
+        "found (a device, driver or library state, a memory or peer-to-peer check); fix that, or rerun with the "
+        "flag that avoids the feature it names.",
+        needs=("environment_check",),
+    ),
     Hint(
         Cause.PYTHON_EXCEPTION,
         "An uncaught Python exception{where}: read the traceback at the line given; it is the first failure in time.",
@@ -269,6 +336,13 @@ PACK = Pack(
     server_paths=(r"/torch/", r"/transformers/", r"/vllm/"),
     harness_paths=(r"unittest/", r"/_pytest/", r"pytest", r"/test_[^/]*\.py$", r"/tests?/"),
     # uvicorn runs each request in run_asgi: "Exception in ASGI application" and its traceback
-    request_paths=(r"/uvicorn/protocols/",),
-    request_headers=(r"^(?:ERROR: +)?Exception in ASGI application\s*$",),
+    # uvicorn's request loop, Starlette's and FastAPI's routing (every web server's request goes
+    # through them; none runs at start-up), aiohttp's request handler
+    request_paths=(
+        r"/uvicorn/protocols/",
+        r"/starlette/(?:routing|middleware|_exception_handler)",
+        r"/fastapi/routing\.py",
+        r"/aiohttp/web_protocol\.py",
+    ),
+    request_headers=(r"^(?:ERROR: +)?Exception in ASGI application\s*$", r"^Error handling request\b"),
 )

@@ -16,8 +16,11 @@ vLLM writes its log to stdout and its tracebacks to stderr: its rows name no str
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from logphase.packs import builders as b
 from logphase.packs.grammars import terminal_pattern
+from logphase.packs.mined import mined_functions
 from logphase.packs.rows import (
     BEGIN,
     CLOSE,
@@ -138,7 +141,8 @@ _MAX_LEN_HINT = (
 # it): echoes before anything (they hold root words), the V0 worker's wrappers after SGLang's
 # graph-capture wrapper, the roots just before the shared rows whose words they contain
 _SIGNATURES: tuple[Signature, ...] = (
-    Signature("vllm_engine_init_failed", Cause.CHILD_PROCESS_FAILED, _ECHO, before="child_killed"),
+    # after the shared child_killed: an engine core ended by signal 9 reads as killed
+    Signature("vllm_engine_init_failed", Cause.CHILD_PROCESS_FAILED, _ECHO, before="child_died"),
     Signature("vllm_engine_core_failed", Cause.CHILD_PROCESS_FAILED, _ECHO, before="child_killed"),
     Signature("vllm_worker_init_failed", Cause.CHILD_PROCESS_FAILED, _ECHO, before="child_killed"),
     Signature("vllm_engine_dead", Cause.CHILD_PROCESS_FAILED, _ECHO, before="child_killed"),
@@ -366,7 +370,10 @@ PACK = Pack(
     messages=_MESSAGES,
     annotated_row=_note_row,
     signatures=_SIGNATURES,
-    functions=_FUNCTIONS,
+    # under the hand rows, the frame table mined from the start-up call graphs of the catalogued
+    # releases (functions.json, written by scripts/mine_vllm.py --functions-only from the phase roots
+    # of scripts/vllm_phases.py; read as every pack's is: logphase/packs/mined.py)
+    functions=_FUNCTIONS + mined_functions(Path(__file__).parent / "functions.json", _FUNCTIONS),
     hints=_HINTS,
     notes="notes.json",  # written by scripts/vllm_notes.py from grammars/vllm/catalogue
     overrides="overrides.json",  # written by scripts/override_rows.py from the catalogue's `overrides`
@@ -394,6 +401,9 @@ PACK = Pack(
     # the graphs are captured in what --gpu-memory-utilization leaves, one per batch size up to --max-num-seqs
     capture_memory_flags=("--gpu-memory-utilization", "--max-num-seqs"),
     prefix_rules=("vllm_process",),
+    # its logger's prefix ("ERROR 11-18 18:07:28 engine.py:366] "): SGLang prints it too (vLLM's kernels),
+    # so it names vLLM only in a run nothing else names (a short window of vLLM's errors)
+    logger_rules=("vllm",),
     # vLLM's engine and front end (SGLang, which reuses vLLM's loader and kernels, prints none of these)
     own_rules=(
         "engine_process_started",
@@ -425,6 +435,16 @@ PACK = Pack(
         "cuda_graph_addresses": t(C, EVIDENCE, server_level=True),
     },
     server_paths=(r"/vllm/",),
+    # the vllm command ('vllm serve: error: ...'); its api_server module's 'api_server.py' is too
+    # common a name to say vLLM
+    programs=("vllm",),
+    # its OpenAI-compatible handlers (serving_chat.py ... 0.5-0.11, openai/chat_completion/serving.py in
+    # the newest) and the messages it logs before one request's traceback
+    request_paths=(r"/vllm/entrypoints/openai/(?:serving_\w+|\w+/serving)\.py", r"/vllm/entrypoints/\w+/api_router\.py"),
+    request_headers=(
+        r"^Error in (?:preprocessing prompt inputs|chat completion stream generator|completion stream generator"
+        r"|create_\w+|parser creation)",
+    ),
     # its start-up code, whose raise and assert statements are its own checks (config, engine
     # arguments, workers, executors; not the model code's or the kernels')
     check_paths=(r"vllm/(?:config|engine|v1/engine|worker|v1/worker|executor|v1/executor|entrypoints|platforms)",),

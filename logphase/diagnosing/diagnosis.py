@@ -61,6 +61,9 @@ _HARNESS_FRAME = _any_of(tuple(p for pack in PACKS for p in pack.harness_paths))
 _SERVER_FRAME = _any_of(tuple(p for pack in PACKS for p in pack.server_paths))
 _REQUEST_FRAME = _any_of(tuple(p for pack in PACKS for p in pack.request_paths))
 _REQUEST_HEADER = _any_of(tuple(p for pack in PACKS for p in pack.request_headers))
+# what a server logs before one request's traceback (vLLM's 'Error in preprocessing prompt inputs'),
+# not a web framework's header, which a start-up's warmup request gets too
+_SERVER_REQUEST_HEADER = _any_of(tuple(p for pack in PACKS if pack.server for p in pack.request_headers))
 _FATAL_HEADER = _any_of(tuple(p for pack in PACKS for p in pack.fatal_headers))
 _CHECK_FRAME = _any_of(tuple(p for pack in PACKS for p in pack.check_paths))
 # the exception classes a check raises when what it was given is wrong (a value, a type, a feature
@@ -167,6 +170,38 @@ def stated_values(text: str) -> dict[str, str]:
     return values
 
 
+def is_request_traceback(e: ev.PythonException) -> bool:
+    """One HTTP request's failure: the header an HTTP server logs before it ('Exception in ASGI
+    application'), or frames through the request handling (uvicorn's protocols, a server's request
+    handlers). Only a server that is up handles requests: the traceback shows it serving."""
+    return _REQUEST_HEADER.search(e.header or "") is not None or any(_REQUEST_FRAME.search(f.path) for f in e.frames)
+
+
+def shows_serving(e: ev.PythonException) -> bool:
+    """A request's traceback that shows the server serving with no line before it (a window): it runs
+    through the request handling (a request frame that is no constructor, which a handler's set-up at
+    launch runs) or follows a server's own header for a request, and no frame runs in a start-up
+    phase (a launch function in a handlers' file: SGLang's load_chat_template_for_openai_api). A web
+    framework's header ('Exception in ASGI application') shows it too, even cut before the first
+    frame: only a server that is up handles requests. A start-up's warmup request gets that header
+    too, but in a start-up, which the machine tells from a window (``_serving_window``)."""
+    if any(_start_up_frame(f) for f in e.frames):
+        return False
+    handled = any(_REQUEST_FRAME.search(f.path) and (f.function or "").rpartition(".")[2] != "__init__" for f in e.frames)
+    return handled or _REQUEST_HEADER.search(e.header or "") is not None
+
+
+def _start_up_frame(frame: ev.Frame) -> bool:
+    phase = frame_phase(frame.function, frame.path)
+    return phase is not None and phase is not Phase.READY
+
+
+def outside_the_server(e: ev.PythonException) -> bool:
+    """A traceback none of whose frames is in a server's code (nor the libraries it runs on): a
+    harness's or a script's around the server (a benchmark's chart script), not the server's."""
+    return bool(e.frames) and not any(_SERVER_FRAME.search(f.path) for f in e.frames)
+
+
 def is_harness_traceback(e: ev.PythonException) -> bool:
     """A test harness's own failure (unittest, pytest, sglang.test helpers), not the server's."""
     return any(_HARNESS_FRAME.search(f.path) for f in e.frames)
@@ -180,6 +215,12 @@ def assess(event: ev.EventBase, after_ready: bool, server: str | None = None) ->
             assessment: Assessment | None = assessor(event, after_ready)
             return _for_server(assessment, server) if assessment is not None else None
     return None
+
+
+def hint_server(text: str | None) -> str | None:
+    """The server whose flags an error's own advice names (its signature is that server's pack's);
+    None for shared advice, or none."""
+    return _HINT_SERVER.get(text or "")
 
 
 def _for_server(assessment: Assessment, server: str | None) -> Assessment:
@@ -342,7 +383,7 @@ def _ignored(e: ev.PythonException, after_ready: bool) -> bool:
         return False  # the server logs it before the process dies from it
     if not e.uncaught or is_harness_traceback(e):
         return True
-    if after_ready and (any(_REQUEST_FRAME.search(f.path) for f in e.frames) or _REQUEST_HEADER.search(e.header or "")):
+    if after_ready and is_request_traceback(e):
         return True  # one request failed (the client got a 500): the server serves on
     if after_ready and e.frames and not any(_SERVER_FRAME.search(f.path) for f in e.frames):
         return True  # a client's or a benchmark's traceback next to a server that is up

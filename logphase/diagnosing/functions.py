@@ -30,8 +30,20 @@ SERVER_FUNCTIONS: tuple[ServerFunction, ...] = tuple(f for pack in PACKS for f i
 _BY_FRAME: dict[tuple[str, str | None], Phase] = {
     (f.name, f.file): f.phase for f in SERVER_FUNCTIONS if not f.onward and not f.mined
 }
-_BY_FRAME_MINED: dict[tuple[str, str | None], Phase] = {(f.name, f.file): f.phase for f in SERVER_FUNCTIONS if f.mined}
 _ONWARD: dict[tuple[str, str | None], Phase] = {(f.name, f.file): f.phase for f in SERVER_FUNCTIONS if f.onward}
+# the mined rows by pack, each with the paths of its server's code and the files its table knows:
+# a frame in one server's code is read by that server's table alone (SGLang's model_runner.py and
+# vLLM's are other files); a frame in no server's known path (a shortened paste) by every table that
+# knows its file, when they agree (one that knows the file but not the name holds it no evidence)
+_MINED: tuple[tuple[re.Pattern[str] | None, dict[tuple[str, str | None], Phase], frozenset[str | None]], ...] = tuple(
+    (
+        kept_regex.compile("|".join(pack.server_paths)) if pack.server_paths else None,
+        {(f.name, f.file): f.phase for f in pack.functions if f.mined},
+        frozenset(f.file for f in pack.functions if f.mined),
+    )
+    for pack in PACKS
+    if any(f.mined for f in pack.functions)
+)
 # what a statement calls: a function by name (rows for any file), or a class by name
 _BY_CALL: dict[str, Phase] = {f.name: f.phase for f in SERVER_FUNCTIONS if f.file is None and not f.onward} | {
     f.cls: f.phase for f in SERVER_FUNCTIONS if f.cls is not None
@@ -60,10 +72,21 @@ def frame_phase(function: str | None, path: str, mined: bool | None = None) -> P
     if mined is not True:
         found = _BY_FRAME.get((name, file)) or (_BY_FRAME.get((name, None)) if _owned(name, path) else None)
     if found is None and mined is not False:
-        found = _BY_FRAME_MINED.get((name, file))
+        found = _mined_phase(name, file, path)
     if found is None and owner and name == "__init__":
         found = _BY_CALL.get(owner.rsplit(".", 1)[-1])
     return found
+
+
+def _mined_phase(name: str, file: str, path: str) -> Phase | None:
+    """The phase the mined tables give a frame: its server's table when its path is a server's
+    code, else the one phase that every table that knows its file gives it."""
+    owners = [table for paths, table, _ in _MINED if paths is not None and paths.search(path) is not None]
+    if owners:
+        found = {table.get((name, file)) for table in owners}
+    else:
+        found = {table.get((name, file)) for _, table, files in _MINED if file in files}
+    return found.pop() if len(found) == 1 else None
 
 
 def _owned(name: str, path: str) -> bool:
@@ -103,11 +126,12 @@ def table_problems() -> list[str]:
     for row in SERVER_FUNCTIONS:
         if not re.fullmatch(r"[A-Za-z_]\w*|<module>", row.name):
             problems.append(f"{row.name!r}: not a whole function name")
+        if row.mined:
+            continue  # each pack's mined table is its own, one row a name and file by construction
         if (row.name, row.file, row.cls) in seen:
             problems.append(f"{row.name} ({row.file or 'any file'}): listed twice")
         seen.add((row.name, row.file, row.cls))
-        table = _BY_FRAME_MINED if row.mined else _BY_FRAME
-        if (row.name, row.file) in table and table[(row.name, row.file)] is not row.phase and not row.onward:
+        if (row.name, row.file) in _BY_FRAME and _BY_FRAME[(row.name, row.file)] is not row.phase and not row.onward:
             problems.append(f"{row.name} ({row.file or 'any file'}): two phases")
         if row.name == "__init__" and (row.file is None or row.cls is None):
             problems.append(f"__init__ of {row.cls or '?'}: a constructor needs its file and class")

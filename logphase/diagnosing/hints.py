@@ -13,7 +13,7 @@ from typing import Any
 
 from logphase.packs import PACKS
 from logphase.packs.rows import Hint
-from logphase.recognising.detect import DEFAULT_SERVER, server_of_config
+from logphase.recognising.detect import server_of_config
 from logphase.vocabulary.causes import Cause
 from logphase.vocabulary.phases import Phase
 
@@ -24,13 +24,13 @@ NO_HINT = "The log shows a failure but not its cause."
 
 _SHARED = tuple(pack for pack in PACKS if not pack.server)
 _SERVERS = {pack.name: pack for pack in PACKS if pack.server}
-_DEFAULT_SERVER = DEFAULT_SERVER
 
 
-def _rows(server: str) -> tuple[Hint, ...]:
-    """The server's own rows first, then the shared ones (a server's row wins a tie)."""
-    pack = _SERVERS.get(server) or _SERVERS[_DEFAULT_SERVER]
-    return (*pack.hints, *(h for shared in _SHARED for h in shared.hints))
+def _rows(server: str | None) -> tuple[Hint, ...]:
+    """The server's own rows first, then the shared ones (a server's row wins a tie); the shared ones
+    alone when no server is known: advice that names no server's flags."""
+    own = _SERVERS[server].hints if server in _SERVERS else ()
+    return (*own, *(h for shared in _SHARED for h in shared.hints))
 
 
 def _number(value: Any) -> float | None:
@@ -44,7 +44,8 @@ def hint_values(
     ``*_text`` parts, empty)."""
     values = _common_values(phase, config, facts)
     # every setting of the server's pack: '{gmu_text}' is ' (now 0.9)' when the dump gives it
-    pack = _SERVERS.get(server or server_of_config(config))
+    known = server or server_of_config(config)
+    pack = _SERVERS.get(known) if known is not None else None
     for name, key in (pack.hint_settings if pack is not None else {}).items():
         values.setdefault(f"{name}_text", f" (now {config[key]})" if config.get(key) is not None else "")
     return values
@@ -84,7 +85,8 @@ def _specificity(row: Hint) -> int:
 
 def hint(cause: Cause, phase: Phase | None, config: dict[str, Any], facts: dict[str, Any], server: str | None = None) -> str:
     """What to change, for this cause in this phase, in the flags of the run's server (``server``, a
-    pack's name; else told by the run's configuration dump), with numbers from the log where it has them."""
+    pack's name; else told by the run's configuration dump), with numbers from the log where it has them;
+    with no server known, the shared advice, which names no server's flags."""
     server = server or facts.get("server") or server_of_config(config)
     values = hint_values(phase, config, facts, server)
     rows = sorted((r for r in _rows(server) if _fits(r, cause, phase, values)), key=_specificity)

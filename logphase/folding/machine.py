@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from operator import itemgetter
 
-from logphase.diagnosing.diagnosis import Severity, assess
+from logphase.diagnosing.diagnosis import Severity, assess, outside_the_server, shows_serving
 from logphase.folding.facts import note_facts
 from logphase.folding.runs import Incident, Run, Span, StepSeen, Track, seconds_between
 from logphase.reading.envelope import valid_plain_stamp
-from logphase.recognising.detect import STAMPED_SERVER, Start, server_of_rule
+from logphase.recognising.detect import STAMPED_SERVER, Start, server_of_frames, server_of_rule
 from logphase.recognising.messages import SCHEDULER_RULES, evidence_in, step_of, stream_of
 from logphase.vocabulary import events as ev
 from logphase.vocabulary.phases import MarkerRole, Phase, Transition
@@ -59,6 +59,10 @@ def _last_index(stamps: list[tuple[bytes, bytes]], end: int, writers: set[bytes]
             if len(found) == len(writers):
                 break
     return found
+
+
+# what one request's failure shows in a window (``_serving_window``): the server was serving
+_REQUEST_SERVED = Transition(Phase.READY, MarkerRole.SERVING, server_level=True)
 
 
 def _iso(stamp: bytes) -> str:
@@ -113,6 +117,8 @@ class PhaseMachine:
         run, later = self._run_of(event)
         # what a line means can depend on the server the run is (a pack's own reading of a shared line)
         transition = evidence_in(event, _server(run, event, self.server))
+        if transition is None and self._serving_window(run, event):
+            transition = _REQUEST_SERVED
         if later is not None and self._restarted(run, event, transition, later):
             run = self._new_run(event.line)
         self._fold(run, event, transition)
@@ -170,6 +176,8 @@ class PhaseMachine:
 
     def _fold(self, run: Run, event: ev.EventBase, transition: Transition | None) -> None:
         run.server = _server(run, event, self.server)
+        if run.frames_server is None and isinstance(event, ev.PythonException):
+            run.frames_server = server_of_frames(frame.path for frame in event.frames)
         run.extend(event.ts, event.ts, event.end_line or event.line)
         if run.ready_line is None:
             # where start-up lines were written (the bulk path counts serving lines without events)
@@ -186,6 +194,22 @@ class PhaseMachine:
         if isinstance(event, ev.Shutdown) and run.shutdown_line is None:
             run.shutdown_line = event.line
         self._assess(run, event)
+
+    @staticmethod
+    def _harness_after_failure(run: Run, event: ev.EventBase) -> bool:
+        """A traceback outside the server's code after the run already failed."""
+        if not isinstance(event, ev.PythonException) or not outside_the_server(event):
+            return False
+        return run.incidents.has_failure() or run.incidents.first_echo() is not None
+
+    @staticmethod
+    def _serving_window(run: Run, event: ev.EventBase) -> bool:
+        """One request's failure (``shows_serving``) in a log that shows nothing before it, or only
+        serving: a window of a server that is up. (In a start-up, before ready, the request is the
+        warmup's, whose failure is the start-up's.)"""
+        if not isinstance(event, ev.PythonException) or not shows_serving(event):
+            return False
+        return run.furthest_phase() in (None, Phase.READY) and not run.launch_marked and not run.incidents
 
     @staticmethod
     def _note_step(run: Run, event: ev.EventBase) -> None:
@@ -217,11 +241,13 @@ class PhaseMachine:
 
     def _assess(self, run: Run, event: ev.EventBase) -> None:
         """A failure or a note the event states, as an incident of the run."""
-        assessment = assess(event, after_ready=run.ready_line is not None, server=run.server)
+        assessment = assess(event, after_ready=run.ready_line is not None or self._serving_window(run, event), server=run.server)
         if assessment is None:
             return
-        if run.shutdown_line is not None:
-            # after a requested shutdown (SIGTERM), dying children and their echoes are expected
+        if run.shutdown_line is not None or self._harness_after_failure(run, event):
+            # after a requested shutdown (SIGTERM), dying children and their echoes are expected; after
+            # the server failed, a harness's own traceback (its script's KeyError on the missing
+            # results) is the harness's, and never takes the root from the server's error
             assessment = assessment._replace(severity=Severity.NOTE)
         track = run.tracks.get(event.rank) or run.tracks.get(self._default_rank(event))
         run.incidents.add(Incident(event, assessment, track.phase if track else None))
@@ -240,6 +266,10 @@ class PhaseMachine:
         if self.server is not None and start.server != self.server:
             start = Start(self.server)  # --server: every run is that server's (another's version is not its)
         run = self.run
+        if start.weak:  # a logger others print too, a launcher's name: the run's server only if nothing else says
+            if line >= run.start_line and run.logger_server is None:
+                run.logger_server = start.server
+            return
         if line < run.start_line or (run.server == start.server and not start.begins and start.version is None):
             return
         relaunch = start.begins and run.begun_line is not None and run.last_line > run.begun_line

@@ -221,6 +221,11 @@ class Run:
     # the launch's own start marker (the server's arguments dump) was read: lines that are launch
     # evidence but printed after it (the default attention backend ...) do not make a whole launch
     launch_marked: bool = False
+    # the server whose logger prefix (one other servers print too) its lines carried, or whose
+    # launcher a usage error named: its server when nothing else names one (detect.run_server)
+    logger_server: Server | None = None
+    # the server whose code its first traceback in a server's code runs (detect.server_of_frames)
+    frames_server: Server | None = None
     seen_stamped: bool = False  # lines behind the stamped prefix (its server's own), known messages or not
     streams: set[str] = field(default_factory=set)  # where the events' lines were written
     bars: dict[Phase, ev.ProgressBar] = field(default_factory=dict)  # the latest bar of each phase

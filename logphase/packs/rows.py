@@ -160,6 +160,13 @@ class Pack:
     # logger's prefix (``sglang_prefix``), its child processes' prefixes (``vllm_process``); a line
     # behind one is this server's
     prefix_rules: tuple[str, ...] = ()
+    # the envelope rules of this server's logger that other servers print too (vLLM's ``vllm``: SGLang
+    # imports vLLM's kernels, which log through it): a line behind one shows this server only when
+    # nothing else in the run names one (a short window of its errors)
+    logger_rules: tuple[str, ...] = ()
+    # the names argparse gives this server's launchers ('launch_server.py', 'vllm' of 'vllm serve'):
+    # a usage error that names one shows this server when nothing else in the run names one
+    programs: tuple[str, ...] = ()
     # other messages only this server prints (never another server that reuses its code): a window
     # that starts after the start lines is known by them
     own_rules: tuple[str, ...] = ()

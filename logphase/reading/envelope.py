@@ -57,6 +57,8 @@ class Envelope(NamedTuple):
     # the time a server's own logger prefix peeled with the wrappers printed (envelope.lark's
     # SERVER_*_TIME: vLLM's "INFO 11-18 18:07:28 [x.py:1] "): the server's clock, as ``stamp`` is
     logger_stamp: Stamp | None = None
+    # the envelope rule that peeled ``logger_stamp`` (envelope.lark's ``vllm``): whose logger it is
+    logger_rule: str | None = None
 
     @property
     def stamped(self) -> bool:
@@ -317,6 +319,7 @@ class _Wrapped(NamedTuple):
     outer: Stamp | None = None
     dated: Stamp | None = None
     logger: Stamp | None = None
+    logger_rule: str | None = None
     writer: str | None = None
     bad: str | None = None
     process: str | None = None
@@ -333,6 +336,8 @@ def _peel_wrappers(text: str, wrapper: re.Pattern[str]) -> _Wrapped:
         for name, value in parts.items():
             if name.endswith("_TIME"):
                 found = _with_time(found, parse_stamp(name, value), value, name.startswith(_SERVER_TIME))
+                if name.startswith(_SERVER_TIME) and found.logger is not None:
+                    found = found._replace(logger_rule=_rule_of(m, name))
             elif name == "PROCESS_SOURCE":
                 # the process writes the line: named by its whole prefix, whatever logger prints inside
                 process = m.group(0).strip()[1:-1]
@@ -341,6 +346,15 @@ def _peel_wrappers(text: str, wrapper: re.Pattern[str]) -> _Wrapped:
                 found = found._replace(writer=value.strip())  # the innermost wrapper that names one
         found = found._replace(end=m.end())
     return found
+
+
+def _rule_of(m: re.Match[str], terminal: str) -> str | None:
+    """The envelope rule whose alternative matched ``terminal`` (its groups are named
+    ``{rule}_{i}__{TERMINAL}``)."""
+    for group, value in m.groupdict().items():
+        if value is not None and group.endswith(f"__{terminal}"):
+            return group.rsplit("__", 1)[0].rsplit("_", 1)[0]
+    return None
 
 
 def _with_time(found: _Wrapped, stamp: Stamp | None, written: str, server: bool) -> _Wrapped:
@@ -379,7 +393,7 @@ def _split_envelope(text: str) -> Envelope:
             return env._replace(process=process) if process is not None else env
     year = year_of(logger, dated) if logger is not None and dated is not None else None
     env = Envelope(None, rank or torch_rank, text[pos:], torch_rank, outer, writer, bad, process=process, wrapper_year=year)
-    return env._replace(logger_stamp=logger) if logger is not None else env
+    return env._replace(logger_stamp=logger, logger_rule=wrapped.logger_rule) if logger is not None else env
 
 
 def _docker_carried(

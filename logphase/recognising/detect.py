@@ -13,14 +13,17 @@ one server's processes print are the envelope rules each pack names (``Pack.pref
 This module is the one place that decides which server a run is: the machine asks it for a line's
 start (``server_start``), for a line that only one server prints when no start was seen
 (``server_of_rule``), for the server whose stamped prefix the bulk path reads (``STAMPED_SERVER``),
-the report for the run's server in the end (``run_server``), and the advice, when no line said,
-by the run's configuration dump (``server_of_config``); a summary reads a run's settings with its
+the report for the run's server in the end (``run_server``: else the weak signs, whose code a run's
+tracebacks run, ``server_of_frames``, and whose logger prefix its lines carry or launcher a usage error
+names, ``Start.weak``), and the
+advice, when no line said, by the run's configuration dump (``server_of_config``); a summary reads a run's settings with its
 server's keys (``summary_setting``). It names no server: the packs say all of it.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from functools import cache
 from typing import Any, NamedTuple
 
@@ -40,6 +43,37 @@ def _server_of_prefix(rule: str) -> Server | None:
 # server whose child processes print its process prefixes ("(EngineCore_DP0 pid=N) ")
 STAMPED_SERVER: Server | None = _server_of_prefix("sglang_prefix")
 PROCESS_PREFIX_SERVER: Server | None = _server_of_prefix("vllm_process")
+# each server's own code, as a traceback's frames show its path
+_OWN_CODE: tuple[tuple[Server, re.Pattern[str]], ...] = tuple(
+    (pack.name, kept_regex.compile("|".join(pack.server_paths))) for pack in PACKS if pack.server and pack.server_paths
+)
+
+
+def server_of_frames(paths: Iterable[str]) -> Server | None:
+    """The server whose code a traceback runs: the one of its outermost frame in a server's code
+    (SGLang's frames call into vLLM's kernels, never the other way), None when no frame is."""
+    for path in paths:
+        for server, code in _OWN_CODE:
+            if code.search(path) is not None:
+                return server
+    return None
+
+
+# the server whose launcher argparse names in a usage error ('launch_server.py: error: unrecognized ...')
+_PROGRAMS: dict[str, Server] = {program: pack.name for pack in PACKS if pack.server for program in pack.programs}
+_USAGE_ERROR = kept_regex.compile(
+    r"^(?P<program>" + ("|".join(re.escape(p) for p in _PROGRAMS) or r"(?!)") + r")(?: [\w-]+)?: error: "
+)
+
+
+def _server_of_program(text: str) -> Server | None:
+    """The server whose launcher a usage error names, None for any other line."""
+    m = _USAGE_ERROR.match(text)
+    return _PROGRAMS[m.group("program")] if m is not None else None
+
+
+# the server whose logger each envelope rule of a logger others print too is (vLLM's "vllm")
+LOGGER_SERVER: dict[str, Server] = {rule: pack.name for pack in PACKS if pack.server for rule in pack.logger_rules}
 
 
 class StartRule(NamedTuple):
@@ -65,6 +99,8 @@ class Start(NamedTuple):
     server: Server
     version: str | None = None
     begins: bool = False
+    # only a logger prefix other servers print too: the run's server when nothing else names one
+    weak: bool = False
 
 
 @cache
@@ -86,6 +122,11 @@ def server_start(env: Envelope) -> Start | None:
     found = _start_line(env.message) if env.message else None
     if found is None and env.process is not None and PROCESS_PREFIX_SERVER is not None:
         return Start(PROCESS_PREFIX_SERVER)  # only that server's processes print these prefixes
+    if found is None and env.logger_rule in LOGGER_SERVER:
+        return Start(LOGGER_SERVER[env.logger_rule], weak=True)
+    program = _server_of_program(env.message) if found is None and env.message else None
+    if program is not None:
+        return Start(program, weak=True)  # a weak sign too: a script may be named as a launcher is
     return found
 
 
@@ -105,22 +146,27 @@ def server_of_rule(rule: str | None) -> Server | None:
 DEFAULT_SERVER: Server = next(pack.name for pack in PACKS if pack.server)
 
 
-def server_of_config(config: dict[str, Any]) -> Server:
+def server_of_config(config: dict[str, Any]) -> Server | None:
     """The server a run's configuration dump belongs to (for its advice when no line said): the first
-    pack one of whose own keys it holds; the first server's when none (or no dump)."""
+    pack one of whose own keys it holds; None when none does (or no dump): no server is known."""
     marked = (pack.name for pack in PACKS if pack.server and any(key in config for key in pack.config_marks))
-    return next(marked, DEFAULT_SERVER)
+    return next(marked, None)
 
 
-def run_server(detected: Server | None, forced: Server | None, seen_stamped: bool) -> Server | None:
+def run_server(
+    detected: Server | None, forced: Server | None, seen_stamped: bool, weak: tuple[Server | None, ...] = ()
+) -> Server | None:
     """The server a run is reported as: ``--server`` (``forced``) when given, else what its lines
     showed (start lines, own lines), else the server of the stamped prefix when only its lines
-    the bulk path counts were seen, else unknown."""
+    the bulk path counts were seen, else the first of the ``weak`` signs that names one (whose code
+    its tracebacks run, whose logger prefix its lines carry), else unknown."""
     if forced is not None:
         return forced
     if detected is not None:
         return detected
-    return STAMPED_SERVER if seen_stamped else None
+    if seen_stamped:
+        return STAMPED_SERVER
+    return next((server for server in weak if server is not None), None)
 
 
 def _start_line(text: str) -> Start | None:

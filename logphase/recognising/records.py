@@ -107,6 +107,9 @@ class OpenRecord:
     # lines are at the margin too), and a frame line a narrow paste folded, waiting for its rest
     margin: bool = False
     folded_frame: str | None = None
+    # another writer's plain line came between its frames ('Killing all sglang processes'): a bare
+    # 'Traceback (most recent call last):' after it is a traceback of its own, not this one's chain
+    interrupted: bool = False
     last_frame_text: str | None = None  # the last line, when it was a frame line (its rest may follow)
     frame_indent: int = 0  # the frame lines' indentation: a line left of it is no source line
     tail: str = ""  # the last character of the last line taken (a fold goes on mid-word or after a space)
@@ -233,6 +236,7 @@ class RecordAssembler:
             del self._open[stream]
             return False, []
         if consumed is None:
+            record.interrupted = True
             return False, []  # another writer's line between the frames: the record stays open
         if consumed:
             record.lines += 1
@@ -327,6 +331,8 @@ def _continue(record: OpenRecord, text: str, lineno: int, cut: bool = False) -> 
 
 def _bare_header(record: OpenRecord) -> bool:
     """'Traceback (most recent call last):' again: a chained traceback's (or a gap's) frames follow."""
+    if record.state is State.FRAMES and record.interrupted:
+        return False
     if record.state in (State.GAP, State.CHAIN, State.FRAMES) and (record.state is not State.GAP or not record.exceptions):
         record.state = State.FRAMES
         return True
@@ -533,7 +539,7 @@ _REQUEST_HEADER = kept_regex.compile("|".join(f"(?:{h})" for pack in PACKS for h
 
 def request_header(text: str) -> bool:
     """Whether a line's message is what an HTTP server logs before one request's traceback."""
-    return "Exception" in text and _REQUEST_HEADER.search(text) is not None
+    return _REQUEST_HEADER.search(text) is not None
 
 
 def opens_record(env: Envelope, at: LineInfo, cut: bool = False) -> OpenRecord | None:

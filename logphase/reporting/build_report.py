@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from logphase.diagnosing.cause_table import ECHO_PREFERENCE
-from logphase.diagnosing.diagnosis import Severity, named_rank, stated_values
+from logphase.diagnosing.diagnosis import Severity, hint_server, named_rank, stated_values
 from logphase.diagnosing.hints import hint
 from logphase.folding.facts import SCHEDULER_KEYS
 from logphase.folding.machine import KEEP_RUNS, PhaseMachine
@@ -65,7 +65,8 @@ def build_report(
     ``input_complete`` is False while more input may come (follow): a setting the log has not
     shown yet is then only unverified once the run is past the point where it would have shown it."""
     run = _chosen_run(machine, run_index)
-    failure, failure_phase = _failure(run)
+    server = run_server(run.server, machine.server, run.seen_stamped, (run.frames_server, run.logger_server))
+    failure, failure_phase = _failure(run, server)
     ready = run.ready_line is not None
     outcome: Outcome = "failed" if failure else ("ready" if ready else "starting")
     phase = failure_phase if failure else _phase_reached(run, lines.total > lines.blank)
@@ -74,7 +75,6 @@ def build_report(
     end_ts = _startup_end(run, failure is not None, failed_at)
     is_last = run is machine.run
     saw_ready = _saw_ready(run)
-    server = run_server(run.server, machine.server, run.seen_stamped)
     pack = speaking_of(server)
     warnings = _warnings(machine, run, pack, expect or {}, truncated_line if is_last else None, input_complete or not is_last)
     warnings.extend(_input_warnings(lines, since, pack))
@@ -196,7 +196,8 @@ def _root(run: Run) -> Incident | None:
     return run.incidents.first_echo()
 
 
-def _failure(run: Run) -> tuple[FailureReport | None, Phase | None]:
+def _failure(run: Run, server: str | None) -> tuple[FailureReport | None, Phase | None]:
+    """The run's failure, its advice in the flags of the run's ``server`` (none's when it is unknown)."""
     root = _root(run)
     if root is None:
         return None, None
@@ -212,8 +213,7 @@ def _failure(run: Run) -> tuple[FailureReport | None, Phase | None]:
         line=root.assessment.line or root.event.line,
         ts=root.event.ts,
         message=root.assessment.message[:2000],
-        hint=root.assessment.hint
-        or hint(root.assessment.cause, phase, run.server_args or {}, _hint_facts(run, root), run.server),
+        hint=_hint(run, root, phase, server),
         consequences=consequences,
         consequences_total=len(run.incidents) - 1,
         severity=_SEVERITY_WORD.get(root.assessment.severity, "echo"),
@@ -244,6 +244,15 @@ def _failure_phase(run: Run, root: Incident) -> Phase:
     if phase is Phase.READY and run.ready_line is None and run.furthest_phase() is Phase.WARMUP:
         return Phase.WARMUP  # the event loop's first batch is the warmup request's
     return phase
+
+
+def _hint(run: Run, root: Incident, phase: Phase, server: str | None) -> str:
+    """The error's own advice, else the cause's in the phase, in the run's server's flags. In a run of
+    no known server, an error's own advice that names a server's flags gives way to the shared one."""
+    own = root.assessment.hint
+    if own and (server is not None or hint_server(own) is None):
+        return own
+    return hint(root.assessment.cause, phase, run.server_args or {}, _hint_facts(run, root), server)
 
 
 def _hint_facts(run: Run, root: Incident) -> dict[str, Any]:
@@ -609,7 +618,10 @@ def _memory_pressure(run: Run, pack: Pack) -> list[WarningReport]:
 
 
 def _stderr_missing(run: Run, pack: Pack) -> list[WarningReport]:
-    if "stdout" not in run.streams or "stderr" in run.streams or run.seen_stamped:
+    """Only stdout's lines (Gloo, NCCL, access lines) and none of the server's own: none behind its
+    stamped prefix, nor behind its logger's prefix (vLLM's logger writes to stdout: a window of its
+    logged request error and an access line holds the server's own lines)."""
+    if "stdout" not in run.streams or "stderr" in run.streams or run.seen_stamped or run.logger_server == pack.name:
         return []
     return [
         WarningReport(
