@@ -370,10 +370,25 @@ class PhaseMachine:
         assert phase is not None
         if phase is Phase.READY and run.ready_line is None:
             run.ready_ts, run.ready_line = event.ts, event.line
+        elif phase is Phase.READY and role is MarkerRole.SERVING and run.ready_line is not None and event.line < run.ready_line:
+            self._served_earlier(run, track, event)
         if role is MarkerRole.END:
             self._end(run, track, phase, event)
         else:
             self._evidence(run, track, phase, role, event)
+
+    @staticmethod
+    def _served_earlier(run: Run, track: Track, event: ev.EventBase) -> None:
+        """A record that shows the server serving (one request's traceback) reaches the machine at
+        its end, after the lines written below its first (the request's access line): ready is the
+        record's first line, as when the log is read up to it alone."""
+        span = track.spans.get(Phase.READY)
+        if span is None or span.start_line != run.ready_line:
+            return
+        span.start, span.start_line, span.end, span.end_line = event.ts, event.line, event.ts, event.line
+        if run.first_entry == (Phase.READY, run.ready_line):
+            run.first_entry = (Phase.READY, event.line)
+        run.ready_ts, run.ready_line = event.ts, event.line
 
     def _close(self, run: Run, track: Track, event: ev.EventBase) -> None:
         """Closes whatever phase the rank is in."""

@@ -386,6 +386,10 @@ def _continue_unindented(record: OpenRecord, stripped: str, shape: Parsed | None
         record.state = State.MESSAGE
         return True
     if record.state is State.MESSAGE:
+        if not record.frames and record.header is None and _names_an_exception(shape):
+            # a lone exception line is followed by another's ('ChildFailedError: ' then the child's
+            # 'torch.OutOfMemoryError: ...' pasted under it): a record of its own, not the message
+            return False
         record.exceptions[-1].message_lines.append(stripped)
         return True
     return False
