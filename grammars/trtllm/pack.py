@@ -84,6 +84,9 @@ _MESSAGES: dict[str, Message] = {
     "kv_allocated": _row(
         b.values(ev.KvCacheAllocated, kv_size_gb=("kv_size", gigabytes), tokens=("tokens", integer)), t(M, EVIDENCE)
     ),
+    # the profiling after the sizing pass (a temporary cache, autotune, graph warmup): the rank is back in
+    # memory_pool, and the sizing pass, from its first KV-cache line to here, is the phase's step
+    "memory_profiling": _row(_NOTE, t(M, MarkerRole.AGAIN), step=Step("sizing_pass", M)),
     # -- ready ---------------------------------------------------------------------------------------
     "triton_service": _row(_NOTE, Transition(Phase.READY, MarkerRole.BEGIN, server_level=True)),
     # -- failures logged as a line -------------------------------------------------------------------

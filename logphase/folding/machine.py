@@ -374,7 +374,9 @@ class PhaseMachine:
         track.close(phase, event.ts, event.line)
 
     def _evidence(self, run: Run, track: Track, phase: Phase, role: MarkerRole, event: ev.EventBase) -> None:
-        if track.phase is None or phase.order > track.phase.order:
+        if role is MarkerRole.AGAIN and track.phase is not None and phase.order < track.phase.order and phase in track.spans:
+            self._again(run, track, phase, event)
+        elif track.phase is None or phase.order > track.phase.order:
             self._enter(run, track, phase, role, event.ts, event.line)
             if phase is Phase.READY:
                 track.close(phase, event.ts, event.line)  # ready is a moment
@@ -382,6 +384,15 @@ class PhaseMachine:
             # another capture (piecewise, draft, prefill) or a second pool after the first ended:
             # the phase goes on until its last end marker (weak evidence is printed later too)
             track.reopen(phase)
+
+    @staticmethod
+    def _again(run: Run, track: Track, phase: Phase, event: ev.EventBase) -> None:
+        """The rank makes ``phase`` again (a second pass of it): it goes back to it; the earlier pass,
+        from the phase's first entry to this line, is the row's step."""
+        step, seconds = step_of(event), seconds_between(track.spans[phase].start, event.ts)
+        if step is not None and seconds is not None:
+            run.steps.append(StepSeen(step, event.rank, seconds, event.line))
+        track.back_to(phase)
 
     @staticmethod
     def _enter(run: Run, track: Track, phase: Phase, role: MarkerRole, ts: str | None, line: int) -> None:

@@ -81,6 +81,14 @@ class Track:
         self.phase = phase
         self.spans[phase] = Span(ts, line, lower_bound=lower_bound)
 
+    def back_to(self, phase: Phase) -> None:
+        """The rank makes ``phase`` again: the phases it entered after it are dropped, and it is in
+        ``phase`` once more, from its first entry on."""
+        for later in [p for p in self.spans if p.order > phase.order]:
+            del self.spans[later]
+        self.phase = phase
+        self.reopen(phase)
+
     def reopen(self, phase: Phase) -> None:
         span = self.spans[phase]
         span.end, span.end_line = None, None
