@@ -137,6 +137,7 @@ _SIGNATURES: tuple[Signature, ...] = (
         "trtllm_cuda_malloc",
         Cause.CUDA_OOM,
         _ROOT,
+        _POOL,  # the runtime's buffers, the decoder's and the KV cache's (tllmBuffers), made after the engine
         hint="A buffer of the runtime could not be allocated (out of GPU memory): lower "
         "--kv_cache_free_gpu_memory_fraction (kv_cache_config.free_gpu_memory_fraction) to leave the runtime "
         "room, lower --max_batch_size or --max_num_tokens, or use more GPUs (--tp_size).",
