@@ -72,10 +72,10 @@ def test_the_sizing_pass_is_a_step_and_the_final_pass_is_reported_once() -> None
     pool, capture = phases["memory_pool"], phases["cuda_graph_capture"]
     # the sampler (line 20) and the sizing pass's KV cache open memory_pool; its autotune and graph warmup
     # are no phase of their own: the memory profiling (line 34) takes the rank back, the final autotune
-    # (line 39) opens capture
+    # warmup (line 40) opens capture
     assert (pool.first_line, pool.start, pool.end) == (20, "2026-03-14T09:00:26", "2026-03-14T09:00:41")
     assert [(s.name, s.duration_s, s.line) for s in pool.steps] == [("sizing_pass", 14.0, 34)]
-    assert (capture.first_line, capture.duration_s) == (39, 3.0)
+    assert (capture.first_line, capture.duration_s) == (40, 3.0)
     assert [(s.name, s.duration_s) for s in phases["weight_loading"].steps] == [("model_init", 14.62)]
 
 
