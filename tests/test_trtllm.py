@@ -52,7 +52,9 @@ def test_the_python_logger_prefix_is_the_server_clock_and_the_rank() -> None:
 def test_the_cxx_logger_prefix_is_peeled_without_a_time_and_a_quoted_one_stays() -> None:
     env = split_envelope("[TensorRT-LLM][INFO] Loaded engine size: 15448 MiB")
     assert (env.logger_stamp, env.message) == (None, "Loaded engine size: 15448 MiB")
-    quoted = split_envelope("[TensorRT-LLM][ERROR] tensorrt_llm::common::TllmException: [TensorRT-LLM][ERROR] Assertion failed: x")
+    quoted = split_envelope(
+        "[TensorRT-LLM][ERROR] tensorrt_llm::common::TllmException: [TensorRT-LLM][ERROR] Assertion failed: x"
+    )
     assert quoted.message.startswith("tensorrt_llm::common::TllmException: [TensorRT-LLM][ERROR] ")
 
 
@@ -210,3 +212,62 @@ def test_per_rank_files_merge_into_one_deployment() -> None:
     assert merged.outcome == "failed"
     failed = [n for n in merged.nodes if n.failure is not None]
     assert [(n.source, n.failure.cause if n.failure else None) for n in failed] == [("rank1.log", "kv_cache_insufficient_memory")]
+
+
+# -- the catalogue's miner (scripts/mine_trtllm.py) ----------------------------------------------------
+
+_LOGGER_PY = """class Logger:
+    PREFIX = "TRT-LLM"
+    ERROR = "[E]"
+    INFO = "[I]"
+
+    def __init__(self):
+        handler.setFormatter(logging.Formatter(fmt="[%(asctime)s] %(message)s", datefmt="%m/%d/%Y-%H:%M:%S"))
+"""
+_LLM_PY = """def _build_model(self):
+    logger.info("Using LLM with PyTorch backend")
+    if self.args.tensor_parallel_size < 1:
+        raise ValueError(f"tp_size must be positive, got {self.args.tensor_parallel_size}")
+"""
+_RUNTIME_CPP = """void TllmRuntime::loadEngine(std::string const& path)
+{
+    TLLM_LOG_INFO("Loaded engine size: %" PRIu64 " MiB", size >> 20);
+    TLLM_CHECK_WITH_INFO(mEngine != nullptr, "Failed to deserialize cuda engine.");
+}
+"""
+
+
+def test_the_miner_reads_a_release_tag_of_a_git_directory(tmp_path: Path) -> None:
+    from tests.logs import script_module
+
+    source = tmp_path / "TensorRT-LLM"
+    for path, text in {
+        "tensorrt_llm/logger.py": _LOGGER_PY,
+        "tensorrt_llm/llmapi/llm.py": _LLM_PY,
+        "cpp/tensorrt_llm/runtime/tllmRuntime.cpp": _RUNTIME_CPP,
+        "docs/index.md": "not a start-up file\n",
+    }.items():
+        (source / path).parent.mkdir(parents=True, exist_ok=True)
+        (source / path).write_text(text, encoding="utf-8")
+    git = ["git", "-C", str(source), "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
+    for step in (["init", "-q"], ["add", "."], ["commit", "-qm", "r"], ["tag", "v1.0.0"]):
+        subprocess.run([*git, *step], check=True, capture_output=True)
+    out = tmp_path / "catalogue"
+    miner = script_module("mine_trtllm")
+    assert miner.main(["--git", str(source / ".git"), "--versions", "v1.0.0", "--out", str(out)]) == 0
+    catalogue = json.loads((out / "1.0.0.json").read_text(encoding="utf-8"))
+    # (the logger's file for its format; docs/ is no start-up file)
+    assert sorted(catalogue["files"]) == [
+        "cpp/tensorrt_llm/runtime/tllmRuntime.cpp",
+        "tensorrt_llm/llmapi/llm.py",
+        "tensorrt_llm/logger.py",
+    ]
+    assert catalogue["logging"]["python_prefix"] == ["TRT-LLM"] and catalogue["logging"]["datefmt"] == ["%m/%d/%Y-%H:%M:%S"]
+    cxx = catalogue["files"]["cpp/tensorrt_llm/runtime/tllmRuntime.cpp"]
+    assert [(m["level"], m["template"], m["function"]) for m in cxx["messages"]] == [
+        ("info", "Loaded engine size: % MiB", "TllmRuntime::loadEngine"),
+        ("raise", "Failed to deserialize cuda engine.", "TllmRuntime::loadEngine"),
+    ]
+    python = catalogue["files"]["tensorrt_llm/llmapi/llm.py"]["messages"]
+    assert [m["level"] for m in python] == ["info", "raise"]
+    assert json.loads((out / "index.json").read_text(encoding="utf-8"))["releases"][0]["version"] == "1.0.0"
