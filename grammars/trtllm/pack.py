@@ -12,10 +12,12 @@ Phases, in TensorRT-LLM's order (``../shared/trtllm/INDEX.md``): the banner, the
 and the MPI pool are launch; MPI and NCCL communicators distributed_init; the checkpoint (PyTorch) or
 the engine (TensorRT) weight_loading; the KV cache memory_pool; the autotuner and the CUDA-graph warmup
 cuda_graph_capture; the HTTP or Triton services ready. The PyTorch backend sizes the KV cache twice: a
-sizing pass (a small temporary cache, autotune, graph warmup, memory profiling), then the final cache,
-autotune and warmup again. A rank only goes forwards, so the sizing pass's KV lines open memory_pool,
-its warmups open cuda_graph_capture, and the final pass's lines stay in it: the failure of either
-pass's cache is memory_pool all the same, by its signature's phase.
+sizing pass (a small temporary cache, autotune, graph warmup), memory profiling, then the final cache,
+autotune and warmup again. One run: the sizing pass's KV lines open memory_pool and its warmups
+cuda_graph_capture, the memory profiling's lines are memory_pool ``again`` (the rank goes back to it,
+the sizing pass's capture dropped, the pass a step of memory_pool: ``sizing_pass``), and the final
+pass's autotune opens cuda_graph_capture: the KV cache, autotune and graph warmup are reported once.
+The failure of either pass's cache is memory_pool, by its signature's phase.
 
 TensorRT-LLM's Python logger writes to stdout, its C++ logger and tracebacks to stderr: its rows name
 no stream.
