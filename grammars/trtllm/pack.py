@@ -95,6 +95,7 @@ _MESSAGES: dict[str, Message] = {
     # the worker's report of its executor's failure states the error (the cause table reads it)
     "executor_init_failed": _row(b.error("executor_init_failed"), cause=Cause.PYTHON_EXCEPTION),
     "tllm_exception": _row(b.error("tllm_exception"), cause=Cause.PYTHON_EXCEPTION),
+    "tensorrt_error": _row(b.error("tensorrt_error"), cause=Cause.PYTHON_EXCEPTION),
     "triton_instance_failed": _row(b.error("triton_instance_failed"), cause=Cause.PYTHON_EXCEPTION),
     "segfault_encountered": _row(b.error("segfault"), cause=Cause.PYTHON_EXCEPTION),
     # echoes: another process's failure seen from here
@@ -122,6 +123,7 @@ _ENGINE_HINT = (
 _SIGNATURES: tuple[Signature, ...] = (
     Signature("trtllm_worker_error", Cause.CHILD_PROCESS_FAILED, _ECHO, before="child_killed"),
     Signature("trtllm_mpi_abort", Cause.CHILD_PROCESS_FAILED, _ECHO, before="child_killed"),
+    Signature("trtllm_triton_gave_up", Cause.CHILD_PROCESS_FAILED, _ECHO, before="child_killed"),
     Signature("trtllm_executor_memory", Cause.KV_CACHE_INSUFFICIENT_MEMORY, _ROOT, _POOL, hint=_KV_HINT, before="device_oom"),
     Signature("trtllm_kv_no_room", Cause.KV_CACHE_INSUFFICIENT_MEMORY, _ROOT, _POOL, hint=_KV_HINT, before="device_oom"),
     Signature("trtllm_engine_mismatch", Cause.MODEL_LOAD_ERROR, _ROOT, _WEIGHTS, hint=_ENGINE_HINT, before="device_oom"),
@@ -246,7 +248,6 @@ _FUNCTIONS: tuple[ServerFunction, ...] = (
     ServerFunction("KVCacheManager", _POOL),
     # -- weights and engines --------------------------------------------------------------------
     ServerFunction("_load_model", _WEIGHTS),
-    ServerFunction("load_weights", _WEIGHTS),
     ServerFunction("_build_model", Phase.LAUNCH, "llm.py", onward=True),
     ServerFunction("deserializePlugin", _WEIGHTS),
     ServerFunction("deserializeCudaEngine", _WEIGHTS),
@@ -313,6 +314,7 @@ PACK = Pack(
         "executor_init_failed",
         "worker_returned_error",
         "tllm_exception",
+        "tensorrt_error",
         "triton_instance_failed",
         "segfault_encountered",
     ),

@@ -30,6 +30,8 @@ KEEP_RUNS = 32
 
 
 _STAMP, _TAGS = itemgetter(0), itemgetter(1)
+# the launch marker of a server's main process (a start line): launch begins with it, as with a dump
+_SERVER_LAUNCH = Transition(Phase.LAUNCH, MarkerRole.BEGIN, server_level=True)
 
 
 def _writer(tags: bytes) -> str | None:
@@ -179,7 +181,9 @@ class PhaseMachine:
         if transition is not None:
             self._apply(run, event, transition)
             self._node_part_ready(run, event, transition)
-        if event.kind == "server_args":
+        if event.kind == "server_args" or transition == _SERVER_LAUNCH:
+            # the server's own launch line: launch begins with it, even after lines of other writers
+            # (NCCL's, which can come from anything) that opened a later phase before it
             self._launch_at(run, event)
         note_facts(run, event, self._default_rank(event) or "main")
         self._note_step(run, event)
