@@ -646,7 +646,14 @@ def standing(releases: list[Release]) -> str:
 
 def doc(releases: list[Release], vllm_releases: list[Release] | None = None) -> str:
     vllm = vllm_releases if vllm_releases is not None else [vllm_measure(v) for v in vllm_versions()]
-    return DOC_HEAD + "## Coverage\n\n" + table(releases) + "\n\n" + standing(releases) + DOC_TAIL + vllm_doc(vllm)
+    head = DOC_HEAD + "## Coverage\n\n" + table(releases) + "\n\n" + standing(releases) + DOC_TAIL + vllm_doc(vllm)
+    return head + pack_sections()
+
+
+def pack_sections() -> str:
+    """The sections packs bring themselves (``grammars/<pack>/knowledge.md``: a server whose coverage
+    this script does not measure yet), after the measured ones, in the registry's folder order."""
+    return "".join("\n" + path.read_text() for path in sorted((ROOT / "grammars").glob("*/knowledge.md")))
 
 
 def ratchet(releases: list[Release]) -> dict:

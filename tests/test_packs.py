@@ -89,8 +89,9 @@ def test_every_signature_row_has_an_example_that_reaches_it(signature: Signature
 
 def test_signatures_keep_the_order_of_the_table_before_packs() -> None:
     # the order decides (the first row whose phrases occur): the packs' ranks rebuild issue 19's table
-    # (the vLLM pack's rows, issue 21, fall between them: test_vllm_rows_stand_where_their_words_need)
-    assert [s.rule for s in SIGNATURES if not s.rule.startswith("vllm_")] == [
+    # (the vLLM pack's rows, issue 21, fall between them: test_vllm_rows_stand_where_their_words_need;
+    # so do TensorRT-LLM's, issue 32: tests/test_trtllm.py)
+    assert [s.rule for s in SIGNATURES if not s.rule.startswith(("vllm_", "trtllm_"))] == [
         "peer_finished_loading", "child_killed", "child_died", "sigquit", "init_failed_echo",
         "child_failed_error", "sibling_terminated", "peer_gone", "harness_exit", "kill_tree", "exit_cleanup",
         "graph_capture_wrapper", "warmup_wrapper", "actor_wrapper", "worker_wrapper", "lazy_cuda_wrapper",

@@ -30,6 +30,8 @@ KEEP_RUNS = 32
 
 
 _STAMP, _TAGS = itemgetter(0), itemgetter(1)
+# the launch marker of a server's main process (a start line): launch begins with it, as with a dump
+_SERVER_LAUNCH = Transition(Phase.LAUNCH, MarkerRole.BEGIN, server_level=True)
 
 
 def _writer(tags: bytes) -> str | None:
@@ -187,7 +189,9 @@ class PhaseMachine:
         if transition is not None:
             self._apply(run, event, transition)
             self._node_part_ready(run, event, transition)
-        if event.kind == "server_args":
+        if event.kind == "server_args" or transition == _SERVER_LAUNCH:
+            # the server's own launch line: launch begins with it, even after lines of other writers
+            # (NCCL's, which can come from anything) that opened a later phase before it
             self._launch_at(run, event)
         note_facts(run, event, self._default_rank(event) or "main")
         self._note_step(run, event)
@@ -419,7 +423,9 @@ class PhaseMachine:
         track.close(phase, event.ts, event.line)
 
     def _evidence(self, run: Run, track: Track, phase: Phase, role: MarkerRole, event: ev.EventBase) -> None:
-        if track.phase is None or phase.order > track.phase.order:
+        if role is MarkerRole.AGAIN and track.phase is not None and phase.order < track.phase.order and phase in track.spans:
+            self._again(run, track, phase, event)
+        elif track.phase is None or phase.order > track.phase.order:
             self._enter(run, track, phase, role, event.ts, event.line)
             if phase is Phase.READY:
                 track.close(phase, event.ts, event.line)  # ready is a moment
@@ -427,6 +433,15 @@ class PhaseMachine:
             # another capture (piecewise, draft, prefill) or a second pool after the first ended:
             # the phase goes on until its last end marker (weak evidence is printed later too)
             track.reopen(phase)
+
+    @staticmethod
+    def _again(run: Run, track: Track, phase: Phase, event: ev.EventBase) -> None:
+        """The rank makes ``phase`` again (a second pass of it): it goes back to it; the earlier pass,
+        from the phase's first entry to this line, is the row's step."""
+        step, seconds = step_of(event), seconds_between(track.spans[phase].start, event.ts)
+        if step is not None and seconds is not None:
+            run.steps.append(StepSeen(step, event.rank, seconds, event.line))
+        track.back_to(phase)
 
     @staticmethod
     def _enter(run: Run, track: Track, phase: Phase, role: MarkerRole, ts: str | None, line: int) -> None:

@@ -64,6 +64,14 @@ class Span:
     end_line: int | None = None
     # the log shows the phase going on, not starting: start is the first line seen, a lower bound
     lower_bound: bool = False
+    # an earlier pass showed the phase first (a phase entered again: MarkerRole.AGAIN dropped that pass's
+    # span): the line that first showed it, while its times are this pass's
+    shown_line: int | None = None
+
+    @property
+    def first_line(self) -> int:
+        """The first line that showed the phase (an earlier pass's, when one did)."""
+        return self.shown_line if self.shown_line is not None else self.start_line
 
 
 @dataclass
@@ -72,6 +80,8 @@ class Track:
 
     phase: Phase | None = None
     spans: dict[Phase, Span] = field(default_factory=dict)
+    # the first lines of the phases an earlier pass entered, dropped when the rank went back (back_to)
+    earlier: dict[Phase, int] = field(default_factory=dict)
 
     def enter(self, phase: Phase, ts: str | None, line: int, lower_bound: bool = False) -> None:
         if self.phase is not None and self.phase in self.spans:
@@ -79,7 +89,16 @@ class Track:
             if current.end is None and current.end_line is None:
                 current.end, current.end_line = ts, line
         self.phase = phase
-        self.spans[phase] = Span(ts, line, lower_bound=lower_bound)
+        self.spans[phase] = Span(ts, line, lower_bound=lower_bound, shown_line=self.earlier.pop(phase, None))
+
+    def back_to(self, phase: Phase) -> None:
+        """The rank makes ``phase`` again: the phases it entered after it are dropped, and it is in
+        ``phase`` once more, from its first entry on."""
+        for later in [p for p in self.spans if p.order > phase.order]:
+            self.earlier[later] = min(self.earlier.get(later, self.spans[later].first_line), self.spans[later].first_line)
+            del self.spans[later]
+        self.phase = phase
+        self.reopen(phase)
 
     def reopen(self, phase: Phase) -> None:
         span = self.spans[phase]

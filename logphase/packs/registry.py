@@ -19,6 +19,7 @@ REGISTRY: tuple[tuple[str, str | None], ...] = (
     ("shared", None),
     ("sglang", "SGLang"),
     ("vllm", "vLLM"),
+    ("trtllm", "TensorRT-LLM"),
 )
 # folders of packs that are not in the registry (a pack being written, a private server)
 EXTRA_PACKS_ENV = "LOGPHASE_PACKS"

@@ -193,6 +193,8 @@ def _stamp_parts(kind: str, text: str) -> Stamp | None:
     if kind == "JOURNAL_TIME" and text[:3] in _MONTHS:  # "Nov 30 12:00:00.123"
         month, day, clock = text.split()
         return Stamp(None, _MONTHS[text[:3]], int(day), _time(clock))
+    if len(text) >= 19 and text[2] == "/" and text[5] == "/" and text[10] in "- ":  # "12/20/2025-04:20:21" (US order)
+        return Stamp(int(text[6:10]), int(text[:2]), int(text[3:5]), _time(text[11:]))
     if len(text) >= 10 and text[4] == "-" and text[10] in " T":
         date, clock = text[:10], text[11:]
         clock = re.split(r"[Z+]|(?<=\d)-(?=\d\d:?\d\d$)", clock)[0]  # the zone, if any
@@ -342,6 +344,8 @@ def _peel_wrappers(text: str, wrapper: re.Pattern[str]) -> _Wrapped:
                 # the process writes the line: named by its whole prefix, whatever logger prints inside
                 process = m.group(0).strip()[1:-1]
                 found = found._replace(process=process, writer=process, rank=process_rank(parts) or found.rank)
+            elif name.endswith("_RANK") and "PROCESS_SOURCE" not in parts:
+                found = found._replace(rank=value.strip())  # a logger's own rank of its process, as printed
             elif name.endswith("_SOURCE") and found.process is None:
                 found = found._replace(writer=value.strip())  # the innermost wrapper that names one
         found = found._replace(end=m.end())

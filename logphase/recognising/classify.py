@@ -198,7 +198,7 @@ def all_heads() -> list[str]:
 
 def foreign_source(env: Envelope) -> bool:
     """True when the line is another writer's (a stamped line, NCCL, Gloo, glog, uvicorn, a bar,
-    a Python warning): it cannot continue a traceback."""
+    a Python warning, a server's own one-line failure report): it cannot continue a traceback."""
     if env.stamped:
         return True
     text = env.message
@@ -206,8 +206,26 @@ def foreign_source(env: Envelope) -> bool:
         return False
     m = _start_heads().match(text)
     if m is not None:
-        return m.lastgroup in FOREIGN
+        return m.lastgroup in FOREIGN or _reports_failure(m.lastgroup, text)
     return _has_bar_meter(text)
+
+
+def _reports_failure(grammar: str | None, text: str) -> bool:
+    """Whether a server's grammar reads the text as a one-line failure report (a row that states a
+    cause): a record of its own, never the next line of another exception's message. An exception's
+    own line ('RuntimeError: Not enough memory ...') is its traceback's, whatever a grammar reads in it."""
+    if grammar not in SERVER_GRAMMARS or len(text) > MAX_PARSE_CHARS or _exception_line().match(text):
+        return False
+    parsed = recognise(grammar, text)
+    row = MESSAGES.get(parsed.rule) if parsed is not None else None
+    return row is not None and row.cause is not None
+
+
+@cache
+def _exception_line() -> re.Pattern[str]:
+    """An exception's line ('RuntimeError: ...'): traceback.lark's exception type and its colon (a
+    C++ name's '::' is no exception's: 'tensorrt_llm::common::TllmException: ...' is a logged line)."""
+    return kept_regex.compile(terminal_pattern("traceback", "EXC_TYPE") + ":(?!:)")
 
 
 def _has_bar_meter(text: str) -> bool:

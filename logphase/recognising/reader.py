@@ -212,9 +212,10 @@ class EventReader:
 
     def _own_time(self, event: ev.EventBase, env: Envelope, line: int) -> None:
         """A line no wrapper or server prefix dates may carry its own time: PyTorch's glog stamp
-        ('[E130 18:11:34.707542570 ProcessGroupGloo.cpp:143]', 'W0529 14:02:24.102000 90211 ...')."""
-        row = MESSAGES.get(event.rule or "")
-        if row is None or row.grammar != "torch":
+        ('[E130 18:11:34.707542570 ProcessGroupGloo.cpp:143]', 'W0529 14:02:24.102000 90211 ...'), or the
+        same stamp of another program that logs with glog, whose lines a server's grammar reads (an
+        inference server's own start-up lines)."""
+        if event.rule not in MESSAGES:
             return
         m = _GLOG_TIME.match(env.message)
         if m is None:

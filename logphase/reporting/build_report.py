@@ -328,7 +328,7 @@ class _PhaseSpans:
 
     def add(self, rank: str | None, span: Span, ranked: bool) -> None:
         """One track's span of the phase; ``ranked``: some rank has a span of it too."""
-        self.first_lines.append(span.start_line)
+        self.first_lines.append(span.first_line)
         if span.start is not None:
             self.starts.append((span.start, span.start_line))
         if rank is None and ranked:
@@ -345,7 +345,7 @@ class _PhaseSpans:
                 start=span.start,
                 end=span.end,
                 duration_s=duration_between(span.start, span.end if span.end_line is not None else self.last_ts),
-                first_line=span.start_line,
+                first_line=span.first_line,
                 last_line=span.end_line,
             )
 

@@ -54,6 +54,10 @@ class MarkerRole(str, Enum):
     # printed while serving, and once or twice by the warmup: warmup after start-up lines of the
     # same run, ready in a log that starts while the server serves
     SERVING_OR_WARMUP = "serving_or_warmup"
+    # the phase starts over within the run (a server that makes it in two passes, the first a sizing
+    # pass through later phases): a rank past it goes back to it, the later phases it entered since are
+    # dropped, and the time since it first entered the phase is the row's step (the earlier pass)
+    AGAIN = "again"
 
 
 class Transition(NamedTuple):
@@ -83,7 +87,7 @@ def validate_table(table: dict[str, Transition]) -> list[str]:
 
 
 # the roles that take a rank into the phase they name
-_ENTERING = (MarkerRole.BEGIN, MarkerRole.EVIDENCE, MarkerRole.WEAK, MarkerRole.END)
+_ENTERING = (MarkerRole.BEGIN, MarkerRole.EVIDENCE, MarkerRole.WEAK, MarkerRole.END, MarkerRole.AGAIN)
 # the only roles that may name ready: its own marker, and the lines of a server that serves
 _READY_ROLES = (MarkerRole.BEGIN, MarkerRole.SERVING, MarkerRole.SERVING_OR_WARMUP)
 
