@@ -71,13 +71,16 @@ _MESSAGES: dict[str, Message] = {
     "vllm_args": _row(b.args_dump, _START),
     # -- weight loading ---------------------------------------------------------------------------
     "load_begin": _row(b.simple(ev.WeightLoadBegin), t(W, BEGIN)),
-    # vLLM's own durations (to the hundredth of a second and finer): the report's sub-steps
-    "weights_took": _row(b.timed_note("seconds"), t(W, EVIDENCE), step=Step("loading_weights", W)),
+    # vLLM's own durations (to the hundredth of a second and finer): the report's sub-steps; span= is the
+    # name of vLLM's own OpenTelemetry span around the same call (0.33: @instrument(span_name=...) on
+    # DefaultModelLoader.load_weights, GPUModelRunner.load_model and capture_model, EngineCore's
+    # _initialize_kv_caches, which logs 'init engine ... took')
+    "weights_took": _row(b.timed_note("seconds"), t(W, EVIDENCE), step=Step("loading_weights", W, span="Load weights")),
     # load_model from its first line to this one: the whole of weight_loading
     "model_loading_took": _row(
         b.values(ev.WeightLoadEnd, elapsed_s=("seconds", number), mem_usage_gb=("gib", gigabytes)),
         t(W, END),
-        step=Step("model_loading", W, whole=True),
+        step=Step("model_loading", W, whole=True, span="Loading (GPU)"),
     ),
     "model_weights_took": _row(b.values(ev.WeightLoadEnd, mem_usage_gb=("gib", gigabytes)), t(W, END)),
     # -- memory profiling and KV-cache sizing -----------------------------------------------------
@@ -89,11 +92,11 @@ _MESSAGES: dict[str, Message] = {
     "capture_finished": _row(
         b.values(ev.CaptureEnd, {"graph": "cuda graph"}, elapsed_s=("capture_secs", number), mem_usage_gb=("gib", gigabytes)),
         t(C, END),
-        step=Step("graph_capture", C),
+        step=Step("graph_capture", C, span="Capture model"),
     ),
     # the engine core's last start-up line: profiling, KV cache, compile and capture are done
     # profiling (V1: with torch.compile in it), the KV cache and capture: memory_pool through capture
-    "init_engine_took": _row(b.timed_note("engine_seconds"), CLOSE, step=Step("init_engine", M, through=C)),
+    "init_engine_took": _row(b.timed_note("engine_seconds"), CLOSE, step=Step("init_engine", M, through=C, span="Prepare model")),
     # -- serving (ready) ----------------------------------------------------------------------------
     # (anywhere=False: a head of common words, known at a message's start only: a stray 'Request x
     # failed' further in another server's line says nothing)

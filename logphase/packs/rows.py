@@ -63,6 +63,9 @@ class Step(NamedTuple):
     phase: Phase  # the phase it is part of (the first one, for a step over several)
     through: Phase | None = None  # the last phase it covers, when it covers more than ``phase``
     whole: bool = False  # it measures the whole phase: the phase's duration is the server's measure
+    # the name of the server's own trace span for the same step (vLLM's OpenTelemetry spans), so that a
+    # start-up trace logphase sends names it as the server does (faces/fleet/otlp.py); None: it has none
+    span: str | None = None
 
 
 @dataclass(frozen=True)

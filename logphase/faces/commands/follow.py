@@ -29,10 +29,11 @@ from typing import TYPE_CHECKING
 
 from logphase.faces.exit_codes import EXIT_INTERRUPTED, EXIT_TIMEOUT, OUTCOME_EXIT
 from logphase.faces.inputs import InputError, check_since, parse_expect
-from logphase.faces.options import add_color, add_expect_since, add_merge, add_server
+from logphase.faces.options import add_color, add_expect_since, add_merge, add_otlp, add_server
 from logphase.vocabulary.phases import Phase
 
 if TYPE_CHECKING:
+    from logphase.faces.fleet.otlp import FollowTraces
     from logphase.faces.fleet.sidecar import StateKeeper
     from logphase.faces.live.follow import Follower, FollowOptions
     from logphase.faces.live.follow_records import FollowRecord
@@ -100,6 +101,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="the address to serve metrics on (default: 127.0.0.1, this machine only; in a sidecar container, "
         "--metrics-host 0.0.0.0 lets Prometheus scrape the pod)",
     )
+    add_otlp(p)
     add_merge(p)
     add_expect_since(p)
     add_color(p)
@@ -116,8 +118,8 @@ def run(args: argparse.Namespace) -> int:
     if args.merge:
         from logphase.faces.commands.follow_merged import follow_merged
 
-        if args.state_file is not None:
-            raise InputError("--state-file follows one log: each node's sidecar keeps the state of its own")
+        if args.state_file is not None or args.otlp is not None:
+            raise InputError("--state-file and --otlp follow one log: each node's sidecar follows its own")
 
         return follow_merged(args, options)
     current: list[Follower] = []
@@ -126,6 +128,9 @@ def run(args: argparse.Namespace) -> int:
         keeper = _keep_state(args, current)
         keeper.start()  # written within a second of the follower's start, then at every record
         observers.append(keeper.poke)
+    traces = _traces(args, current)
+    if traces is not None:
+        observers.append(traces.observe)
     if args.metrics_port is not None:
         _serve_metrics(args, current)
     if args.file != "-":
@@ -144,6 +149,22 @@ def run(args: argparse.Namespace) -> int:
         if args.state_file is not None:
             keeper.stop()
             keeper.keep()  # the last state (a probe then sees it age: the sidecar has stopped)
+        if traces is not None:
+            traces.close()
+
+
+def _traces(args: argparse.Namespace, current: list[Follower]) -> FollowTraces | None:
+    """--otlp: each run followed sent as one trace (faces/fleet/otlp.py)."""
+    if args.otlp is None:
+        return None
+    from logphase.faces.fleet.otlp import FollowTraces, check_url
+
+    def say(message: str) -> None:
+        sys.stderr.write(f"logphase: {message}\n")
+        sys.stderr.flush()
+
+    path = args.file if args.file != "-" else None
+    return FollowTraces(check_url(args.otlp), lambda: current[-1] if current else None, path, say)
 
 
 def follow_options(args: argparse.Namespace) -> FollowOptions:
