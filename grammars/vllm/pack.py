@@ -396,6 +396,17 @@ PACK = Pack(
     # the graphs are captured in what --gpu-memory-utilization leaves, one per batch size up to --max-num-seqs
     capture_memory_flags=("--gpu-memory-utilization", "--max-num-seqs"),
     prefix_rules=("vllm_process",),
+    logger_rules=("vllm",),
+    sample_lines=(
+        "INFO 04-30 10:20:35 [api_server.py:1043] vLLM API server version 0.8.5.post1",
+        "INFO 11-18 18:07:28 llm_engine.py:161] Initializing an LLM engine (v0.6.4.post1) with config: model='m'",
+        "(VllmWorker rank=1 pid=1714) INFO 07-14 03:11:20 [parallel_state.py:1076] rank 1 in world size 8",
+        "(EngineCore_DP0 pid=104) INFO 08-17 22:48:21 [default_loader.py:262] Loading weights took 3.82 seconds",
+        "(EngineCore_DP0 pid=3933741) (Worker_DP0_TP1 pid=3933749) INFO 08-17 22:48:22 [gpu_model_runner.py:2007] Model loading "
+        "took 7.5 GiB and 5.01 seconds",
+        "(VllmWorkerProcess pid=232) WARNING 11-18 18:07:30 custom_all_reduce.py:143] Custom allreduce is disabled",
+        "(APIServer pid=1) ERROR 12-01 10:00:00 [core_client.py:564] Engine core initialization failed.",
+    ),
     # vLLM's engine and front end (SGLang, which reuses vLLM's loader and kernels, prints none of these)
     own_rules=(
         "engine_process_started",

@@ -163,6 +163,13 @@ class Pack:
     # logger's prefix (``sglang_prefix``), its child processes' prefixes (``vllm_process``); a line
     # behind one is this server's
     prefix_rules: tuple[str, ...] = ()
+    # the envelope rules of the server's own logger prefix (``sglang_prefix``, vLLM's ``vllm``): with
+    # the process prefixes of prefix_rules before it, the shape of its lines for other tools (the lnav
+    # format ``logphase lnav-format`` derives from the grammar: faces/fleet/lnav.py)
+    logger_rules: tuple[str, ...] = ()
+    # lines as the server prints them, one per shape of its prefix: the samples of that lnav format
+    # (lnav checks each against the format's patterns; tests/test_lnav.py reads each with the envelope)
+    sample_lines: tuple[str, ...] = ()
     # other messages only this server prints (never another server that reuses its code): a window
     # that starts after the start lines is known by them
     own_rules: tuple[str, ...] = ()
