@@ -338,3 +338,26 @@ def test_probe_imports_nothing_but_the_standard_library_and_its_module() -> None
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env={**os.environ})
     loaded = done.stderr.split()
     assert not [m for m in loaded if m.startswith(("pydantic", "lark", "orjson", "logphase.engine", "logphase.packs"))], loaded
+
+
+@pytest.mark.parametrize("log", ["silent_weight_load.log", "kv_cache_insufficient.log", "vllm_v1_clean_compile_0_11.log"])
+def test_the_timeline_is_the_log_in_order_at_its_own_pace(log: str) -> None:
+    from logphase.replay import timeline
+
+    data = (FIXTURES / log).read_bytes()
+    pieces = timeline(data)
+    assert b"".join(piece for _, piece in pieces) == data
+    times = [at for at, _ in pieces]
+    assert times == sorted(times) and times[0] == 0.0
+    report = parse_bytes(data)
+    if report.total_startup_s is not None:
+        # the last piece comes when the run's last time says (a bar's own clock, a stamp)
+        assert times[-1] >= report.total_startup_s - 1.0
+
+
+def test_replay_pace_writes_the_log_whole(tmp_path: Path) -> None:
+    log = FIXTURES / "kv_cache_insufficient.log"
+    done = subprocess.run(
+        [sys.executable, "-m", "logphase.replay", str(log), "--pace", "1000", "--exit", "0"], capture_output=True, timeout=60
+    )
+    assert done.returncode == 0 and done.stdout == log.read_bytes()
