@@ -76,12 +76,6 @@ def stamped_timeline(data: bytes, source: str = "<replay>") -> tuple[float, list
     return first, [(times[i], data[cuts[i] : cuts[i + 1]]) for i in range(len(points)) if cuts[i + 1] > cuts[i]]
 
 
-def seconds(ts: str | None) -> float | None:
-    """A report's or an event's time (ISO 8601 as printed, no zone) in seconds of the epoch, the
-    local zone's reading; None when there is none."""
-    return _seconds(ts)
-
-
 def _seconds(ts: str | None) -> float | None:
     from datetime import datetime
 

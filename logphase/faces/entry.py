@@ -8,11 +8,11 @@ import os
 import sys
 
 
-def entry_point() -> None:
+def command_line() -> None:
     if sys.argv[1:2] != ["probe"]:
-        from logphase.faces.cli import entry_point as command_line
+        from logphase.faces.cli import entry_point
 
-        command_line()
+        entry_point()
         return
     from logphase.faces.fleet import probe
 
@@ -22,7 +22,7 @@ def entry_point() -> None:
 
         code = probe_main(sys.argv[2:])
     else:
-        code = probe.run(args)
+        code = probe.answer_probe(args)
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)

@@ -23,8 +23,8 @@ HELP_FORMATTER = argparse.RawDescriptionHelpFormatter
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    probe.add_arguments(p)
+    probe.add_probe_arguments(p)
 
 
 def run(args: argparse.Namespace) -> int:
-    return probe.run(args)
+    return probe.answer_probe(args)

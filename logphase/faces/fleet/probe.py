@@ -20,14 +20,15 @@ import os
 import sys
 import time
 
-# (typing is not imported: a probe imports nothing it does not need; mypy reads this name as typing's)
-TYPE_CHECKING = False
+from logphase import TYPE_CHECKING  # typing's, without importing typing (a probe imports nothing it does not need)
+from logphase.vocabulary.errors import LogphaseError
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
 STATE_FORMAT = 1  # the state file's own version: a probe refuses a state it does not know
-PROBES = ("startup", "ready", "live")
+PROBE_KINDS = ("startup", "ready", "live")
 # the sidecar rewrites its state at least this often, even when nothing changed (written_at)
 HEARTBEAT_S = 5.0
 # a state older than this was left by a sidecar that is no longer running: what it says is not now
@@ -36,7 +37,7 @@ STALE_STATE_S = 30.0
 TERMINATION_LOG_MAX = 4096
 
 
-class ProbeError(Exception):
+class ProbeError(LogphaseError):
     """No state to judge by (no file, no sidecar, a file that is not a state): one line, exit 2."""
 
 
@@ -137,7 +138,7 @@ def read_state(path: str, now: float, max_age: float = STALE_STATE_S) -> dict[st
     return state
 
 
-def add_arguments(p: Any) -> None:
+def add_probe_arguments(p: Any) -> None:
     """The options of ``logphase probe`` (an argparse parser; argparse is imported by the caller)."""
     p.add_argument("state", metavar="STATE", help="the state file the sidecar writes (logphase follow LOG --state-file STATE)")
     which = p.add_mutually_exclusive_group()
@@ -202,7 +203,7 @@ def plain_args(argv: Sequence[str]) -> ProbeArgs | None:
     return found
 
 
-def run(args: Any) -> int:
+def answer_probe(args: Any) -> int:
     """Print the answer in one line; 0 passes, 1 fails, 2 when there is no state to judge by (for
     --live that is no failure: a liveness probe restarts the server, so only a failure the log
     shows fails it)."""
@@ -244,4 +245,14 @@ def write_state(path: str, state: dict[str, Any]) -> None:
     os.replace(temporary, path)
 
 
-__all__ = ["PROBES", "STATE_FORMAT", "Answer", "ProbeError", "answer", "read_state", "run", "write_state"]
+__all__ = [
+    "PROBE_KINDS",
+    "STATE_FORMAT",
+    "Answer",
+    "ProbeError",
+    "add_probe_arguments",
+    "answer",
+    "answer_probe",
+    "read_state",
+    "write_state",
+]

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
-from logphase.faces.fleet.probe import HEARTBEAT_S, PROBES, STATE_FORMAT, answer, write_state
+from logphase.faces.fleet.probe import HEARTBEAT_S, PROBE_KINDS, STATE_FORMAT, answer, write_state
 from logphase.faces.inputs import InputError
 from logphase.vocabulary.redact import redact_text
 
@@ -152,7 +152,7 @@ def probe_paths(state: StateSource | None, fallback: WsgiApp, wall: Callable[[],
 
     def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         probe = str(environ.get("PATH_INFO", "")).strip("/")
-        if probe not in PROBES:
+        if probe not in PROBE_KINDS:
             return fallback(environ, start_response)
         current = state() if state is not None else None
         if current is None:
