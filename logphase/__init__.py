@@ -10,7 +10,10 @@ The public API. Names are imported on first use, so that ``import logphase`` (an
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING
+
+# (typing.TYPE_CHECKING without importing typing: `logphase probe` starts with this module, and a
+# probe run every few seconds imports nothing it does not need; mypy reads this name as typing's)
+TYPE_CHECKING = False
 
 __version__ = "0.1.0"
 

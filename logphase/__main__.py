@@ -1,3 +1,3 @@
-from logphase.faces.cli import entry_point
+from logphase.faces.entry import command_line
 
-entry_point()
+command_line()

@@ -3,7 +3,8 @@ server log to standard output a record at a time (a line, or a traceback whole: 
 writes a record in one write, so a follower never sees a traceback paused half-way), then keeps
 running, as a server does after start-up, until it is terminated (``--exit CODE`` exits at the end
 instead, as a server whose start-up failed would). The README's pytest example starts it where a
-real test starts ``sglang.launch_server``.
+real test starts ``sglang.launch_server``. ``--pace SPEED`` writes it at the pace its own stamps
+give (``timeline``: a progress bar's redraws at the times its own clock gives), SPEED times faster.
 
 Exit codes: 2 when the recorded log cannot be read (one line on stderr); otherwise ``--exit``'s code,
 or the signal's when terminated.
@@ -27,7 +28,63 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--exit", type=int, default=None, metavar="CODE", help="exit with CODE once written (default: keep running)"
     )
+    parser.add_argument(
+        "--pace",
+        type=float,
+        default=None,
+        metavar="SPEED",
+        help="write the log at the pace of its own stamps, SPEED times faster (1: as it was written); --delay is then unused",
+    )
     return parser.parse_args(argv)
+
+
+def timeline(data: bytes, source: str = "<replay>") -> list[tuple[float, bytes]]:
+    """The log cut where its events start, each piece with the second (from the first stamp) at
+    which it was written: an event's time, a progress bar's redraw at its bar's start plus the
+    elapsed time the bar prints (a weight load with one stamp in ten minutes takes ten minutes),
+    never earlier than the piece before it. What comes before the first stamp is written at 0."""
+    return stamped_timeline(data, source)[1]
+
+
+def stamped_timeline(data: bytes, source: str = "<replay>") -> tuple[float, list[tuple[float, bytes]]]:
+    """:func:`timeline`, and the time its 0 is (the first stamp, in seconds of the epoch as the
+    local zone reads the stamp; 0.0 for a log without one)."""
+    from logphase.engine.engine import Engine
+    from logphase.reading.clock import input_year_hint
+    from logphase.vocabulary.events import ProgressBar
+
+    # stamps that print no year (vLLM's) take the file's, or today's, as every face reads them
+    engine = Engine(source=source, year=input_year_hint(source))
+    events = engine.feed(data) + engine.finish()
+    points: list[tuple[int, float]] = []
+    bar_starts: dict[tuple[str, str | None], float] = {}
+    latest = None
+    for event in sorted(events, key=lambda e: e.offset):
+        at = _seconds(event.ts)
+        if at is None or at < 0:
+            continue  # no time, or a stamp that prints no year and took none (year 1): not the server's clock
+        if isinstance(event, ProgressBar) and event.elapsed_s is not None:
+            start = bar_starts.setdefault((event.desc, event.rank), at - event.elapsed_s)
+            at = start + event.elapsed_s
+        latest = at if latest is None else max(latest, at)
+        points.append((event.offset, latest))
+    if not points:
+        return 0.0, [(0.0, data)] if data else []
+    first = points[0][1]
+    cuts = [0] + [offset for offset, _ in points[1:]] + [len(data)]
+    times = [at - first for _, at in points]
+    return first, [(times[i], data[cuts[i] : cuts[i + 1]]) for i in range(len(points)) if cuts[i + 1] > cuts[i]]
+
+
+def _seconds(ts: str | None) -> float | None:
+    from datetime import datetime
+
+    if ts is None:
+        return None
+    try:
+        return datetime.fromisoformat(ts).timestamp()
+    except ValueError:
+        return None
 
 
 def records(lines: Iterable[bytes]) -> Iterator[bytes]:
@@ -56,14 +113,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"logphase.replay: {args.recorded}: {exc.strerror or exc}\n")
         return EXIT_USAGE
     out = sys.stdout.buffer
-    for record in records(lines):
-        out.write(record)
-        out.flush()  # each record reaches the log as the server would write it
-        time.sleep(args.delay)
+    if args.pace is not None:
+        _write_paced(b"".join(lines), args.pace, args.recorded)
+    else:
+        for record in records(lines):
+            out.write(record)
+            out.flush()  # each record reaches the log as the server would write it
+            time.sleep(args.delay)
     if args.exit is not None:
         return int(args.exit)
     threading.Event().wait()  # serving, until terminated
     return 0
+
+
+def _write_paced(data: bytes, speed: float, source: str) -> None:
+    out = sys.stdout.buffer
+    begun = time.monotonic()
+    for at, piece in timeline(data, source):
+        wait = at / speed - (time.monotonic() - begun)
+        if wait > 0:
+            time.sleep(wait)
+        out.write(piece)
+        out.flush()
 
 
 if __name__ == "__main__":

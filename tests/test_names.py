@@ -19,6 +19,7 @@ INTERFACES = {
     "HELP": "faces/commands/",
     "add_arguments": "faces/commands/",
     "run": "faces/commands/",
+    "HELP_FORMATTER": "faces/commands/",
     "PACK": "packs/",
     "main": "",
 }

@@ -74,13 +74,16 @@ _MESSAGES: dict[str, Message] = {
     "vllm_args": _row(b.args_dump, _START),
     # -- weight loading ---------------------------------------------------------------------------
     "load_begin": _row(b.simple(ev.WeightLoadBegin), t(W, BEGIN)),
-    # vLLM's own durations (to the hundredth of a second and finer): the report's sub-steps
-    "weights_took": _row(b.timed_note("seconds"), t(W, EVIDENCE), step=Step("loading_weights", W)),
+    # vLLM's own durations (to the hundredth of a second and finer): the report's sub-steps; span= is the
+    # name of vLLM's own OpenTelemetry span around the same call (0.33: @instrument(span_name=...) on
+    # DefaultModelLoader.load_weights, GPUModelRunner.load_model and capture_model, EngineCore's
+    # _initialize_kv_caches, which logs 'init engine ... took')
+    "weights_took": _row(b.timed_note("seconds"), t(W, EVIDENCE), step=Step("loading_weights", W, span="Load weights")),
     # load_model from its first line to this one: the whole of weight_loading
     "model_loading_took": _row(
         b.values(ev.WeightLoadEnd, elapsed_s=("seconds", number), mem_usage_gb=("gib", gigabytes)),
         t(W, END),
-        step=Step("model_loading", W, whole=True),
+        step=Step("model_loading", W, whole=True, span="Loading (GPU)"),
     ),
     "model_weights_took": _row(b.values(ev.WeightLoadEnd, mem_usage_gb=("gib", gigabytes)), t(W, END)),
     # -- memory profiling and KV-cache sizing -----------------------------------------------------
@@ -92,11 +95,11 @@ _MESSAGES: dict[str, Message] = {
     "capture_finished": _row(
         b.values(ev.CaptureEnd, {"graph": "cuda graph"}, elapsed_s=("capture_secs", number), mem_usage_gb=("gib", gigabytes)),
         t(C, END),
-        step=Step("graph_capture", C),
+        step=Step("graph_capture", C, span="Capture model"),
     ),
     # the engine core's last start-up line: profiling, KV cache, compile and capture are done
     # profiling (V1: with torch.compile in it), the KV cache and capture: memory_pool through capture
-    "init_engine_took": _row(b.timed_note("engine_seconds"), CLOSE, step=Step("init_engine", M, through=C)),
+    "init_engine_took": _row(b.timed_note("engine_seconds"), CLOSE, step=Step("init_engine", M, through=C, span="Prepare model")),
     # -- serving (ready) ----------------------------------------------------------------------------
     # (anywhere=False: a head of common words, known at a message's start only: a stray 'Request x
     # failed' further in another server's line says nothing)
@@ -404,6 +407,16 @@ PACK = Pack(
     # its logger's prefix ("ERROR 11-18 18:07:28 engine.py:366] "): SGLang prints it too (vLLM's kernels),
     # so it names vLLM only in a run nothing else names (a short window of vLLM's errors)
     logger_rules=("vllm",),
+    sample_lines=(
+        "INFO 04-30 10:20:35 [api_server.py:1043] vLLM API server version 0.8.5.post1",
+        "INFO 11-18 18:07:28 llm_engine.py:161] Initializing an LLM engine (v0.6.4.post1) with config: model='m'",
+        "(VllmWorker rank=1 pid=1714) INFO 07-14 03:11:20 [parallel_state.py:1076] rank 1 in world size 8",
+        "(EngineCore_DP0 pid=104) INFO 08-17 22:48:21 [default_loader.py:262] Loading weights took 3.82 seconds",
+        "(EngineCore_DP0 pid=3933741) (Worker_DP0_TP1 pid=3933749) INFO 08-17 22:48:22 [gpu_model_runner.py:2007] Model loading "
+        "took 7.5 GiB and 5.01 seconds",
+        "(VllmWorkerProcess pid=232) WARNING 11-18 18:07:30 custom_all_reduce.py:143] Custom allreduce is disabled",
+        "(APIServer pid=1) ERROR 12-01 10:00:00 [core_client.py:564] Engine core initialization failed.",
+    ),
     # vLLM's engine and front end (SGLang, which reuses vLLM's loader and kernels, prints none of these)
     own_rules=(
         "engine_process_started",

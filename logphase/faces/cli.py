@@ -15,13 +15,15 @@ from types import ModuleType
 from typing import NoReturn
 
 from logphase.faces import collector
-from logphase.faces.commands import check, compare, follow, parse, report, schema
 from logphase.faces.exit_codes import EXIT_INTERRUPTED, EXIT_OUTPUT_CLOSED, EXIT_USAGE
-from logphase.faces.inputs import InputError
-from logphase.packs import derived
 
-# in the order `logphase --help` lists them
-COMMANDS: tuple[ModuleType, ...] = (parse, follow, check, compare, report, schema)
+
+def commands() -> tuple[ModuleType, ...]:
+    """The commands, in the order `logphase --help` lists them (imported when the parser is built:
+    `logphase probe` runs without them)."""
+    from logphase.faces.commands import check, compare, follow, lnav_format, parse, probe, report, schema
+
+    return (parse, follow, check, compare, report, schema, probe, lnav_format)
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -47,7 +49,7 @@ def _build_parser() -> tuple[argparse.ArgumentParser, dict[str, tuple[ModuleType
     parser.add_argument("--version", action="version", version=f"logphase {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     modules: dict[str, tuple[ModuleType, argparse.ArgumentParser]] = {}
-    for module in COMMANDS:
+    for module in commands():
         # a command whose description holds an example (follow) keeps its line breaks
         formatter = getattr(module, "HELP_FORMATTER", argparse.HelpFormatter)
         p = sub.add_parser(module.NAME, help=module.HELP, description=module.__doc__, formatter_class=formatter)
@@ -57,6 +59,8 @@ def _build_parser() -> tuple[argparse.ArgumentParser, dict[str, tuple[ModuleType
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from logphase.faces.inputs import InputError
+
     parser, modules = _build_parser()
     args, unknown = parser.parse_known_args(argv)
     if args.command not in modules:
@@ -83,14 +87,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_OUTPUT_CLOSED
 
 
+def probe_main(argv: Sequence[str]) -> int:
+    """`logphase probe` read by argparse (--help, a mistake; plain arguments are read without it,
+    faces/entry.py): nothing of the other commands, the engine or the grammars is imported."""
+    from logphase.faces.commands import probe
+
+    parser = OneLineParser(
+        prog="logphase probe", description=probe.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    probe.add_arguments(parser)
+    return probe.run(parser.parse_args(argv))
+
+
 def entry_point() -> None:
-    # the command line keeps what it derives for its next start (the library writes nothing unless
-    # asked: packs/derived.py); asked before anything is derived (commands import the engine in run())
-    derived.keep_cache()
-    collector.starting()  # resumed when the input is opened (faces/collector.py)
-    code = main()
-    # patterns compiled for the first time on this machine are kept for the next run (os._exit skips atexit)
-    derived.flush()
+    """The command line (`logphase probe` is read before this module: faces/entry.py)."""
+    code = probe_main(sys.argv[2:]) if sys.argv[1:2] == ["probe"] else _main_keeping_cache()
     # Tearing the interpreter down (pydantic's and Lark's objects) is ~10% of a short run, and
     # nothing of ours needs it: flush what was printed and leave.
     try:
@@ -99,3 +110,16 @@ def entry_point() -> None:
     except BrokenPipeError:
         pass  # the reader went away (| head), as main() allows
     os._exit(code)
+
+
+def _main_keeping_cache() -> int:
+    from logphase.packs import derived
+
+    # the command line keeps what it derives for its next start (the library writes nothing unless
+    # asked: packs/derived.py); asked before anything is derived (commands import the engine in run())
+    derived.keep_cache()
+    collector.starting()  # resumed when the input is opened (faces/collector.py)
+    code = main()
+    # patterns compiled for the first time on this machine are kept for the next run (os._exit skips atexit)
+    derived.flush()
+    return code

@@ -85,3 +85,15 @@ def add_server(p: argparse.ArgumentParser) -> None:
         help="the server that wrote the log: every run is reported as this server's (default: from the "
         "server's own start lines, per run)",
     )
+
+
+def add_otlp(p: argparse.ArgumentParser) -> None:
+    """--otlp: start-up traces to an OpenTelemetry collector."""
+    p.add_argument(
+        "--otlp",
+        metavar="URL",
+        help="send each run as one trace to this OTLP/HTTP collector (e.g. http://otel-collector:4318; /v1/traces "
+        "is added to a URL without a path): a span for the start-up, one per phase, the server's own measured steps "
+        "under them, the cause on failure (needs pip install 'logphase[otel]'; OTEL_EXPORTER_OTLP_HEADERS and "
+        "OTEL_RESOURCE_ATTRIBUTES are read as the SDK reads them)",
+    )

@@ -81,6 +81,14 @@ def pack_named(name: str) -> Pack | None:
     return next((pack for pack in packs() if pack.name == name), None)
 
 
+def step_span(server: str | None, step: str) -> str | None:
+    """The name the server's own traces give the step the report calls ``step`` (vLLM's 'Load
+    weights' for loading_weights), or None when its pack says none."""
+    pack = pack_named(server) if server is not None else None
+    rows = pack.messages.values() if pack is not None else ()
+    return next((row.step.span for row in rows if row.step is not None and row.step.name == step and row.step.span), None)
+
+
 def rows_module(name: str) -> ModuleType:
     """The module a pack's ``pack.py`` was loaded as (its helpers, for tests and scripts)."""
     packs()

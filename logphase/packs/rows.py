@@ -63,6 +63,9 @@ class Step(NamedTuple):
     phase: Phase  # the phase it is part of (the first one, for a step over several)
     through: Phase | None = None  # the last phase it covers, when it covers more than ``phase``
     whole: bool = False  # it measures the whole phase: the phase's duration is the server's measure
+    # the name of the server's own trace span for the same step (vLLM's OpenTelemetry spans), so that a
+    # start-up trace logphase sends names it as the server does (faces/fleet/otlp.py); None: it has none
+    span: str | None = None
 
 
 @dataclass(frozen=True)
@@ -160,13 +163,18 @@ class Pack:
     # logger's prefix (``sglang_prefix``), its child processes' prefixes (``vllm_process``); a line
     # behind one is this server's
     prefix_rules: tuple[str, ...] = ()
-    # the envelope rules of this server's logger that other servers print too (vLLM's ``vllm``: SGLang
-    # imports vLLM's kernels, which log through it): a line behind one shows this server only when
-    # nothing else in the run names one (a short window of its errors)
+    # the envelope rules of the server's own logger prefix (``sglang_prefix``, vLLM's ``vllm``): a line
+    # behind one shows this server when nothing else in the run names one (vLLM's prefix is printed by
+    # SGLang too, which imports vLLM's kernels: a short window of vLLM's errors names vLLM by it); with
+    # the process prefixes of prefix_rules before it, the shape of its lines for other tools (the lnav
+    # format ``logphase lnav-format`` derives from the grammar: faces/fleet/lnav.py)
     logger_rules: tuple[str, ...] = ()
     # the names argparse gives this server's launchers ('launch_server.py', 'vllm' of 'vllm serve'):
     # a usage error that names one shows this server when nothing else in the run names one
     programs: tuple[str, ...] = ()
+    # lines as the server prints them, one per shape of its prefix: the samples of that lnav format
+    # (lnav checks each against the format's patterns; tests/test_lnav.py reads each with the envelope)
+    sample_lines: tuple[str, ...] = ()
     # other messages only this server prints (never another server that reuses its code): a window
     # that starts after the start lines is known by them
     own_rules: tuple[str, ...] = ()

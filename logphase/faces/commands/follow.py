@@ -20,18 +20,21 @@ into reads and paced.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import stat
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from logphase.faces.exit_codes import EXIT_INTERRUPTED, EXIT_TIMEOUT, OUTCOME_EXIT
 from logphase.faces.inputs import InputError, check_since, parse_expect
-from logphase.faces.options import add_color, add_expect_since, add_merge, add_server
+from logphase.faces.options import add_color, add_expect_since, add_merge, add_otlp, add_server
 from logphase.vocabulary.phases import Phase
 
 if TYPE_CHECKING:
+    from logphase.faces.fleet.otlp import FollowTraces
+    from logphase.faces.fleet.sidecar import StateKeeper
     from logphase.faces.live.follow import Follower, FollowOptions
     from logphase.faces.live.follow_records import FollowRecord
     from logphase.reporting.report import Report
@@ -58,15 +61,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         metavar="POINT",
         help="the verdict point: ready, failed, a phase name, outcome (ready or failed; default) "
-        "or eof (read to the end of the input; the default with --metrics-port, so that the metrics outlive the "
-        "start-up)",
+        "or eof (read to the end of the input; the default with --metrics-port or --state-file, so that the "
+        "metrics and probes outlive the start-up)",
     )
     p.add_argument("--timeout", type=float, metavar="SECONDS", help="give up after this long (exit 124)")
     p.add_argument(
         "--stall-after",
-        type=float,
-        metavar="SECONDS",
-        help="report silence after this long (default: per phase, e.g. 600 s in CUDA graph capture)",
+        action="append",
+        default=[],
+        metavar="[PHASE=]SECONDS",
+        help="report silence after this long (default: per phase, e.g. 900 s in weight_loading, 600 s in CUDA graph "
+        "capture); PHASE=SECONDS sets one phase's budget (repeatable): the start-up probe fails at a stall too",
     )
     p.add_argument(
         "--exit-at-verdict",
@@ -80,8 +85,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=int,
         metavar="PORT",
         help="while following, serve Prometheus metrics on this port (0: a free one, said on stderr): phase, outcome, "
-        "phase durations, seconds since the last line, the failure's cause, free GPU memory per rank "
-        "(needs pip install 'logphase[metrics]')",
+        "phase durations, seconds since the last line, the failure's cause, free GPU memory per rank; and the "
+        "probes /startup, /ready and /live (200 or 503 with the cause) (needs pip install 'logphase[metrics]')",
+    )
+    p.add_argument(
+        "--state-file",
+        metavar="PATH",
+        help="keep the state the probes judge by in this small file (rewritten on every change and every "
+        "5 s), for `logphase probe PATH` as a Kubernetes exec probe; implies --until eof",
     )
     p.add_argument(
         "--metrics-host",
@@ -90,6 +101,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="the address to serve metrics on (default: 127.0.0.1, this machine only; in a sidecar container, "
         "--metrics-host 0.0.0.0 lets Prometheus scrape the pod)",
     )
+    add_otlp(p)
     add_merge(p)
     add_expect_since(p)
     add_color(p)
@@ -106,8 +118,19 @@ def run(args: argparse.Namespace) -> int:
     if args.merge:
         from logphase.faces.commands.follow_merged import follow_merged
 
+        if args.state_file is not None or args.otlp is not None:
+            raise InputError("--state-file and --otlp follow one log: each node's sidecar follows its own")
+
         return follow_merged(args, options)
     current: list[Follower] = []
+    observers: list[Callable[[FollowRecord], None]] = []
+    if args.state_file is not None:
+        keeper = _keep_state(args, current)
+        keeper.start()  # written within a second of the follower's start, then at every record
+        observers.append(keeper.poke)
+    traces = _traces(args, current)
+    if traces is not None:
+        observers.append(traces.observe)
     if args.metrics_port is not None:
         _serve_metrics(args, current)
     if args.file != "-":
@@ -120,7 +143,28 @@ def run(args: argparse.Namespace) -> int:
         from logphase.faces.live.follow import follow_stream
 
         records = follow_stream(sys.stdin.buffer, options, on_follower=current.append, check_head=refuse_stream_head)
-    return _print_records(args, records, current)
+    try:
+        return _print_records(args, records, current, observers)
+    finally:
+        if args.state_file is not None:
+            keeper.stop()
+            keeper.keep()  # the last state (a probe then sees it age: the sidecar has stopped)
+        if traces is not None:
+            traces.close()
+
+
+def _traces(args: argparse.Namespace, current: list[Follower]) -> FollowTraces | None:
+    """--otlp: each run followed sent as one trace (faces/fleet/otlp.py)."""
+    if args.otlp is None:
+        return None
+    from logphase.faces.fleet.otlp import FollowTraces, check_url
+
+    def say(message: str) -> None:
+        sys.stderr.write(f"logphase: {message}\n")
+        sys.stderr.flush()
+
+    path = args.file if args.file != "-" else None
+    return FollowTraces(check_url(args.otlp), lambda: current[-1] if current else None, path, say)
 
 
 def follow_options(args: argparse.Namespace) -> FollowOptions:
@@ -130,13 +174,14 @@ def follow_options(args: argparse.Namespace) -> FollowOptions:
     check_since(args.since)
     if args.timeout is not None and args.timeout <= 0:
         raise InputError("--timeout must be a positive number of seconds")
-    if args.stall_after is not None and args.stall_after <= 0:
-        raise InputError("--stall-after must be a positive number of seconds")
+    stall_after, per_phase = stall_budgets(args.stall_after)
+    sidecar = args.metrics_port is not None or args.state_file is not None
     return FollowOptions(
-        # a metrics sidecar keeps serving after the verdict (and through later runs)
-        until=args.until or ("eof" if args.metrics_port is not None else "outcome"),
+        # a sidecar (metrics, probes) keeps serving after the verdict (and through later runs)
+        until=args.until or ("eof" if sidecar else "outcome"),
         timeout=args.timeout,
-        stall_after=args.stall_after,
+        stall_after=stall_after,
+        stall_after_phase=per_phase,
         expect=parse_expect(args.expect),
         since=args.since,
         exit_at_verdict=args.exit_at_verdict,
@@ -144,20 +189,62 @@ def follow_options(args: argparse.Namespace) -> FollowOptions:
     )
 
 
+def stall_budgets(values: list[str]) -> tuple[float | None, dict[Phase | None, float]]:
+    """``--stall-after`` values: ``S`` for every phase (the last one given), ``PHASE=S`` for one."""
+    every: float | None = None
+    per_phase: dict[Phase | None, float] = {}
+    for value in values:
+        name, _, seconds = value.rpartition("=")
+        try:
+            budget = float(seconds)
+        except ValueError:
+            budget = math.nan
+        if not budget > 0 or math.isinf(budget):
+            raise InputError(f"--stall-after {value}: a positive number of seconds, or PHASE=SECONDS")
+        if not name:
+            every = budget
+            continue
+        if name not in {p.value for p in Phase if p is not Phase.READY}:
+            starting = ", ".join(p.value for p in Phase if p is not Phase.READY)
+            raise InputError(f"--stall-after {value}: unknown phase {name!r} (phases: {starting})")
+        per_phase[Phase(name)] = budget
+    return every, per_phase
+
+
 def _serve_metrics(args: argparse.Namespace, current: list[Follower]) -> None:
-    """Prometheus metrics of the follower in use (the latest: a replaced file gets a new one)."""
+    """Prometheus metrics of the follower in use (the latest: a replaced file gets a new one), and
+    the probes /startup, /ready and /live on its state."""
+    from logphase.faces.fleet.sidecar import live_state
     from logphase.faces.live.metrics import serve
 
     def latest() -> tuple[Report | None, float | None]:
         return (current[-1].report, current[-1].last_input) if current else (None, None)
 
-    port = serve(args.metrics_port, latest, args.metrics_host)
-    sys.stderr.write(f"logphase: serving metrics on port {port} (/metrics)\n")
+    def follower() -> Follower | None:
+        return current[-1] if current else None
+
+    port = serve(args.metrics_port, latest, args.metrics_host, probe_state=live_state(follower))
+    sys.stderr.write(f"logphase: serving metrics on port {port} (/metrics; probes /startup, /ready, /live)\n")
     sys.stderr.flush()
 
 
-def _print_records(args: argparse.Namespace, records: Iterable[FollowRecord], current: list[Follower]) -> int:
-    """Prints each record as it comes; returns the exit code (the summary's, or the timeout's)."""
+def _keep_state(args: argparse.Namespace, current: list[Follower]) -> StateKeeper:
+    """The state file of --state-file, kept for `logphase probe` from a thread of its own."""
+    from logphase.faces.fleet.sidecar import StateKeeper
+
+    keeper = StateKeeper(args.state_file, lambda: current[-1] if current else None)
+    keeper.check_writable()
+    return keeper
+
+
+def _print_records(
+    args: argparse.Namespace,
+    records: Iterable[FollowRecord],
+    current: list[Follower],
+    observers: Sequence[Callable[[FollowRecord], None]] = (),
+) -> int:
+    """Prints each record as it comes, then hands it to each observer (the state file, the trace
+    exporter); returns the exit code (the summary's, or the timeout's)."""
     from logphase.faces.live.follow_records import SummaryRecord, TimeoutRecord
 
     write = _record_writer(args, current)
@@ -165,6 +252,8 @@ def _print_records(args: argparse.Namespace, records: Iterable[FollowRecord], cu
     try:
         for record in records:
             write(record)
+            for observe in observers:
+                observe(record)
             if isinstance(record, TimeoutRecord):
                 code = EXIT_TIMEOUT
             elif isinstance(record, SummaryRecord):

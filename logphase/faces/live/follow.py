@@ -81,6 +81,8 @@ class FollowOptions:
     until: str = "outcome"  # "outcome" (ready or failed), "ready", "failed", a phase name, or "eof"
     timeout: float | None = None
     stall_after: float | None = None  # None: the per-phase default
+    # --stall-after PHASE=S: one phase's budget, over stall_after and the default
+    stall_after_phase: dict[Phase | None, float] = field(default_factory=dict)
     expect: dict[str, str] = field(default_factory=dict)
     since: str | None = None
     flush_timeout: float = 1.0  # an open traceback counts as a failure after this much silence
@@ -132,6 +134,11 @@ class Follower:
     def last_input(self) -> float:
         """When input last came (the monotonic clock the follower is fed with)."""
         return self._last_input
+
+    @property
+    def last_line_text(self) -> str:
+        """The end of the last line read (300 characters at most), as it was written."""
+        return self._last_line_text
 
     @property
     def stale(self) -> bool:
@@ -344,10 +351,18 @@ class Follower:
         message = f"{revised}{f.cause.value} in {where}: {first_line(f.message, 200)}"
         return FailureRecord(failure=f, phase=f.phase, message=message)
 
-    def _stall_threshold(self) -> float:
+    def stall_budget(self, phase: Phase | None) -> float:
+        """The silence, in seconds, that ``phase`` allows before it is a stall: its ``--stall-after
+        PHASE=S``, else ``--stall-after S``, else the phase's default (None: before any phase)."""
+        return self._stall_threshold(phase)
+
+    def _stall_threshold(self, phase: Phase | None = None) -> float:
+        phase = phase or self.report.phase
+        if phase in self.options.stall_after_phase:
+            return self.options.stall_after_phase[phase]
         if self.options.stall_after is not None:
             return self.options.stall_after
-        return float(DEFAULT_STALL_AFTER.get(self.report.phase, 300.0))
+        return float(DEFAULT_STALL_AFTER.get(phase, 300.0))
 
     def _stall_applies(self) -> bool:
         """Silence is news only while starting (or waiting for a new run after a stale one)."""

@@ -23,6 +23,7 @@ from logphase.vocabulary.servers import Server
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
 
+    from logphase.faces.fleet.sidecar import StateSource
     from logphase.reporting.report import Report
 
 OUTCOMES = ("starting", "ready", "failed")
@@ -192,9 +193,10 @@ def serve(
     current: Callable[[], tuple[Report | None, float | None]],
     host: str = DEFAULT_HOST,
     idle_timeout: float = IDLE_TIMEOUT_S,
+    probe_state: StateSource | None = None,
 ) -> int:
     """Start the HTTP server on ``host``:``port`` (0: a free port) in a daemon thread; returns the port."""
-    return int(start(port, current, host, idle_timeout).server_address[1])
+    return int(start(port, current, host, idle_timeout, probe_state).server_address[1])
 
 
 def start(
@@ -202,12 +204,17 @@ def start(
     current: Callable[[], tuple[Report | None, float | None]],
     host: str = DEFAULT_HOST,
     idle_timeout: float = IDLE_TIMEOUT_S,
+    probe_state: StateSource | None = None,
 ) -> WSGIServer:
     """The server behind :func:`serve` (``shutdown()`` and ``server_close()`` stop it). Like
     prometheus_client's ``start_http_server`` (a thread per connection), but each connection
-    silent for ``idle_timeout`` seconds is closed, so idle clients do not pile up threads."""
+    silent for ``idle_timeout`` seconds is closed, so idle clients do not pile up threads.
+    ``/startup``, ``/ready`` and ``/live`` answer the probes on ``probe_state()``
+    (``logphase/faces/fleet/sidecar.py``), every other path the metrics."""
     import threading
     from wsgiref.simple_server import WSGIRequestHandler, make_server
+
+    from logphase.faces.fleet.sidecar import probe_paths
 
     try:
         from prometheus_client import CollectorRegistry, make_wsgi_app
@@ -236,7 +243,8 @@ def start(
         class Server(ThreadingWSGIServer):
             address_family = family
 
-        server = make_server(str(sockaddr[0]), port, make_wsgi_app(registry), Server, handler_class=Handler)
+        app = probe_paths(probe_state, make_wsgi_app(registry))
+        server = make_server(str(sockaddr[0]), port, app, Server, handler_class=Handler)
     except (OSError, UnicodeError) as exc:
         reason = getattr(exc, "strerror", None) or exc
         raise InputError(f"--metrics-port {port} on {host or 'all interfaces'}: cannot listen: {reason}") from None
