@@ -95,3 +95,44 @@ def test_unknown_command_and_no_command() -> None:
     assert logphase("frobnicate").returncode == 2
     result = logphase()
     assert result.returncode == 2 and b"usage" in result.stdout.lower()
+
+
+# Issue 30, point 5: a file name is bytes. One that is not UTF-8 crashed parse --json and report;
+# one with an escape code or a newline reached the terminal raw (a newline forged a verdict line).
+# Every output shows such a name escaped (\xff, \n, \x1b), and the file is read all the same.
+def _named_copy(tmp_path: Path, name: bytes) -> Path:
+    from tests.conftest import FIXTURES
+
+    path = Path(os.fsdecode(bytes(tmp_path) + b"/" + name))
+    path.write_bytes((FIXTURES / "kv_cache_insufficient.log").read_bytes())
+    return path
+
+
+def test_a_name_that_is_not_utf8_is_shown_escaped_in_every_output(tmp_path: Path) -> None:
+    log = _named_copy(tmp_path, b"server-\xff\xfe.log")
+    done = logphase("parse", "--json", str(log))
+    assert done.returncode == 1 and b"Traceback" not in done.stderr
+    assert json.loads(done.stdout)["source"].endswith("server-\\xff\\xfe.log")
+    text = logphase("parse", str(log))
+    assert text.returncode == 1 and b"server-\\xff\\xfe.log (SGLang): FAILED" in text.stdout
+    page, svg = tmp_path / "p.html", tmp_path / "p.svg"
+    drawn = logphase("report", str(log), "-o", str(page), "--svg", str(svg))
+    assert drawn.returncode == 1 and b"Traceback" not in drawn.stderr
+    assert "server-\\xff\\xfe.log" in page.read_text(encoding="utf-8")
+    many = logphase("parse", "--json", str(log), str(log), "--jobs", "1")
+    assert [json.loads(line)["source"][-19:] for line in many.stdout.splitlines()] == ["server-\\xff\\xfe.log"] * 2
+
+
+def test_a_newline_in_a_name_forges_no_verdict_line(tmp_path: Path) -> None:
+    log = _named_copy(tmp_path, b"x.log: READY after 1 s\n\x1b[32mfake.log")
+    done = logphase("parse", str(log))
+    lines = done.stdout.decode().splitlines()
+    assert done.returncode == 1 and b"\x1b" not in done.stdout
+    assert lines[0].endswith("x.log: READY after 1 s\\n\\x1b[32mfake.log (SGLang): FAILED in memory_pool after 43 s: kv_cache_insufficient_memory")
+    assert sum("READY" in line for line in lines) == 1  # only the name says it, on the verdict's own line
+    several = logphase("parse", str(log), str(log), "--jobs", "1").stdout.decode().splitlines()
+    assert len(several) == 3 and all("\\n\\x1b[32mfake.log: FAILED" in line for line in several[:2])
+    missing = logphase("parse", str(log) + "\nlogphase: all good")
+    assert missing.returncode == 2 and missing.stderr.count(b"\n") == 1 and b"\x1b" not in missing.stderr
+    assert b"\\nlogphase: all good: no such file" in missing.stderr
+

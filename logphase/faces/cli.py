@@ -19,6 +19,7 @@ from logphase.faces.commands import check, compare, follow, parse, report, schem
 from logphase.faces.exit_codes import EXIT_INTERRUPTED, EXIT_OUTPUT_CLOSED, EXIT_USAGE
 from logphase.faces.inputs import InputError
 from logphase.packs import derived
+from logphase.vocabulary.names import shown_name
 
 # in the order `logphase --help` lists them
 COMMANDS: tuple[ModuleType, ...] = (parse, follow, check, compare, report, schema)
@@ -70,7 +71,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(module.run(args))
     except InputError as exc:
-        print(f"logphase: {exc}", file=sys.stderr)
+        # one line whatever it quotes (a name or a value as typed: a newline, an escape code)
+        print(f"logphase: {shown_name(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("logphase: interrupted", file=sys.stderr)

@@ -36,6 +36,7 @@ from logphase.reporting.report import (
     PhaseReport,
     RankSpan,
     Report,
+    ShownName,
     rank_sort_key,
 )
 from logphase.vocabulary.causes import Cause
@@ -75,7 +76,7 @@ class NodeClock(BaseModel):
     """How one node's clock relates to the first node's."""
 
     node: str = Field(description="node name: node<node_rank> from server_args, else the file's name")
-    source: str = Field(description="the log of that node")
+    source: ShownName = Field(description="the log of that node")
     skew_s: float | None = Field(
         description="how far this node's clock is ahead of the first node's (negative: behind); its times are "
         "moved back by it. null when no event common to both nodes shows it: the skew is then taken as zero (times as printed)"
@@ -98,7 +99,7 @@ class ServerView(BaseModel):
 
     role: NodeRole = Field(description="server (plain), prefill or decode (disaggregation), router")
     nodes: list[str] = Field(description="its nodes, node 0 first")
-    sources: list[str] = Field(description="their logs, in the same order")
+    sources: list[ShownName] = Field(description="their logs, in the same order")
     clocks: list[NodeClock] = Field(description="each node's clock skew against the first node")
     rank_nodes: dict[str, str] = Field(description="each rank of the combined report -> its node")
     lagging: Lagging | None = Field(default=None, description="the rank or node that held the others up")

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from logphase.faces.exit_codes import OUTCOME_EXIT
 from logphase.faces.inputs import InputError, check_since, feed_all, open_input, parse_expect, read_head
 from logphase.faces.options import add_expect_since, add_merge, add_server
+from logphase.vocabulary.names import shown_name
 
 if TYPE_CHECKING:
     from logphase.reporting.merge import MergedReport
@@ -123,4 +124,4 @@ def _write(path: str, text: str) -> None:
         with open(path, "w", encoding="utf-8") as out:
             out.write(text)
     except OSError as exc:
-        raise InputError(f"{path}: cannot write: {exc.strerror or exc}") from None
+        raise InputError(f"{shown_name(path)}: cannot write: {exc.strerror or exc}") from None
