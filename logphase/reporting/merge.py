@@ -39,7 +39,7 @@ from logphase.reporting.report import (
     ShownName,
     rank_sort_key,
 )
-from logphase.vocabulary.causes import Cause
+from logphase.vocabulary.causes import WAITED_ON_PEERS, Cause
 from logphase.vocabulary.phases import PHASE_ORDER, Phase
 
 NodeRole = Literal["server", "prefill", "decode", "router"]
@@ -52,8 +52,8 @@ _COMMON_EVENTS: tuple[tuple[Phase, Literal["start", "end"]], ...] = (
 )
 _SEVERITY_ORDER = {"root": 0, "unstated": 1, "echo": 3}
 # a node that timed out waiting for its peers (a collective, a rendezvous) states only that it
-# waited: across nodes it is the echo of the node that stopped (its crash, even unstated, comes first)
-_WAITED_ON_PEERS = frozenset({Cause.DISTRIBUTED_TIMEOUT})
+# waited: across nodes it is the echo of the node that stopped (its crash, even unstated, comes
+# first), as in one log (causes.WAITED_ON_PEERS); across nodes the clocks cannot say which came first
 _WAITED_ORDER = 2
 
 
@@ -475,7 +475,7 @@ def _failure(members: list[Report], shifts: list[float], qualified: list[dict[st
 def _says_first(failure: FailureReport) -> int:
     """How much a node's failure says about the root, most first: an error stated, a failure
     without its error, a timeout waiting for the other nodes, an echo."""
-    if failure.severity == "root" and failure.cause in _WAITED_ON_PEERS:
+    if failure.severity in ("root", "unstated") and failure.cause in WAITED_ON_PEERS:
         return _WAITED_ORDER
     return _SEVERITY_ORDER[failure.severity]
 
