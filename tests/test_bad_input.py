@@ -119,6 +119,9 @@ def test_a_name_that_is_not_utf8_is_shown_escaped_in_every_output(tmp_path: Path
     drawn = logphase("report", str(log), "-o", str(page), "--svg", str(svg))
     assert drawn.returncode == 1 and b"Traceback" not in drawn.stderr
     assert "server-\\xff\\xfe.log" in page.read_text(encoding="utf-8")
+    odd_page = Path(os.fsdecode(bytes(tmp_path) + b"/page-\xff.html"))
+    named = logphase("report", str(log), "-o", str(odd_page))
+    assert named.returncode == 1 and named.stdout.endswith(b"wrote " + bytes(tmp_path) + b"/page-\\xff.html\n") and odd_page.exists()
     many = logphase("parse", "--json", str(log), str(log), "--jobs", "1")
     assert [json.loads(line)["source"][-19:] for line in many.stdout.splitlines()] == ["server-\\xff\\xfe.log"] * 2
 

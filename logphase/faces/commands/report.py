@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     _write(args.output, page)
     if args.svg:
         _write(args.svg, render_svg(report))
-    written = " and ".join(x if x != "-" else "stdout" for x in (args.output, args.svg) if x)
+    written = " and ".join(shown_name(x) if x != "-" else "stdout" for x in (args.output, args.svg) if x)
     print(f"{source}: {headline(report)}; wrote {written}", file=sys.stderr if "-" in (args.output, args.svg) else sys.stdout)
     return OUTCOME_EXIT[report.outcome]
 
@@ -102,7 +102,7 @@ def _draw_merged(merged: MergedReport, args: argparse.Namespace) -> int:
         _write(page, render_html(server.report, server.rank_nodes))
         if svg:
             _write(svg, render_svg(server.report, server.rank_nodes))
-        written = " and ".join(x if x != "-" else "stdout" for x in (page, svg) if x)
+        written = " and ".join(shown_name(x) if x != "-" else "stdout" for x in (page, svg) if x)
         out = sys.stderr if "-" in (page, svg) else sys.stdout
         print(f"{server.role} ({', '.join(server.nodes)}): {headline(server.report)}; wrote {written}", file=out)
     return OUTCOME_EXIT[merged.outcome]
