@@ -9,6 +9,8 @@ import sys
 import threading
 from pathlib import Path
 
+import pytest
+
 from tests.logs import tp2_startup
 
 
@@ -139,3 +141,33 @@ def test_a_newline_in_a_name_forges_no_verdict_line(tmp_path: Path) -> None:
     assert missing.returncode == 2 and missing.stderr.count(b"\n") == 1 and b"\x1b" not in missing.stderr
     assert b"\\nlogphase: all good: no such file" in missing.stderr
 
+
+def test_a_cut_server_args_dump_is_not_handed_to_the_grammar(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 30, point 5: server_args lines just over 64 KiB (a long --json-model-override-args) cost
+    35 times a normal log's time a MB: the reader keeps a line's first 64 KiB, the grammar read each
+    cut dump to its end in vain, and a failed read was not remembered, so every run's dump was read
+    again. A dump that does not end as one does goes to the key=value reading at once, and a dump the
+    grammar cannot read is tried once. Counted, not timed (bench/overlong_lines.py times it)."""
+    from logphase import Engine
+    from logphase.packs import server_args
+
+    calls: list[int] = []
+    real = server_args._values_parser()
+
+    class Counting:
+        def parse(self, text: str) -> object:
+            calls.append(len(text))
+            return real.parse(text)
+
+    monkeypatch.setattr(server_args, "_values_parser", Counting)
+    server_args._read_dump.cache_clear()
+    pairs = ", ".join(f"layer_{i}={i}" for i in range(8000))
+    dump = f"[2026-05-12 18:20:05] server_args=ServerArgs(model_path='m', tp_size=2, mem_fraction_static=0.8, {pairs})\n"
+    assert len(dump) > 70_000
+    unreadable = "[2026-05-12 18:21:05] server_args=ServerArgs(model_path='m', tp_size=2, x=[1, 2)\n"  # ends as a dump, reads as none
+    engine = Engine(source="cut.log")
+    engine.feed((dump + "[2026-05-12 18:20:06 TP0] Init torch distributed begin.\n") * 3 + unreadable * 3)
+    report = engine.report()
+    assert calls == [len(unreadable.split("] ", 1)[1].strip())]  # the cut dumps never, the unreadable one once
+    assert report.runs == 6 and report.lines.overlong == 3
+    assert report.config.get("tp_size") == 2 and report.config.get("model_path") == "m"
