@@ -256,3 +256,111 @@ def test_an_unread_exception_is_named_by_the_statement_that_raised_it(
         return
     assert (report.failure.cause, report.failure.check) == (Cause.PYTHON_EXCEPTION, cause), (path, statement, report.failure)
     assert "SGLang" in report.failure.hint and ("refused" in report.failure.hint) == (cause == "configuration")
+
+
+# -- issue 30, point 3: timeouts have their own names ------------------------------------------------
+
+_NCCL_SYSTEM_ERROR = (
+    "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:317, unhandled "
+    "system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5\n"
+    "ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error. \n"
+    "Last error:\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "rule", "cause", "role"),
+    [
+        # a collective or a rendezvous that timed out: every shape c10d, the store, a socket and Gloo print
+        (
+            "[PG ID 0 PG GUID 0(default_pg) Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5, "
+            "OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600082 milliseconds before timing out.",
+            "distributed_timeout",
+            Cause.DISTRIBUTED_TIMEOUT,
+            SignatureRole.ROOT,
+        ),
+        (
+            "torch.distributed.DistStoreError: Timed out after 601 seconds waiting for clients. 1/2 clients joined.",
+            "distributed_timeout",
+            Cause.DISTRIBUTED_TIMEOUT,
+            SignatureRole.ROOT,
+        ),
+        (
+            "torch.distributed.DistNetworkError: The client socket has timed out after 600000ms while trying to connect to (10.0.0.1, 5000).",
+            "distributed_timeout",
+            Cause.DISTRIBUTED_TIMEOUT,
+            SignatureRole.ROOT,
+        ),
+        (
+            "torch.distributed.DistNetworkError: The client socket has timed out after 1800s while trying to connect to (node-0, 29500).",
+            "distributed_timeout",
+            Cause.DISTRIBUTED_TIMEOUT,
+            SignatureRole.ROOT,
+        ),
+        (
+            "[Rank 3] Heartbeat monitor timed out! Process will be terminated after dumping debug info. workMetaList_.size()=1",
+            "distributed_timeout",
+            Cause.DISTRIBUTED_TIMEOUT,
+            SignatureRole.ROOT,
+        ),
+        (
+            "torch.distributed.DistBackendError: [1] is setting up NCCL communicator and retrieving ncclUniqueId from [0] "
+            "via c10d key-value store by key '0', but store->get('0') got error: Socket Timeout",
+            "distributed_timeout",
+            Cause.DISTRIBUTED_TIMEOUT,
+            SignatureRole.ROOT,
+        ),
+        # what the watchdog says after it: failed or timed out, it does not say which
+        (
+            "[Rank 1] Some NCCL operations have failed or timed out. Due to the asynchronous nature of CUDA kernels, "
+            "subsequent GPU operations might run on corrupted/incomplete data.",
+            "watchdog_summary",
+            Cause.DISTRIBUTED_TIMEOUT,
+            SignatureRole.UNSTATED,
+        ),
+        (
+            "[PG ID 2 PG GUID 3 Rank 16] Exception (either an error or timeout) detected by watchdog at work: 9301, "
+            "last enqueued NCCL work: 9301, last completed NCCL work: 9300.",
+            "watchdog_summary",
+            Cause.DISTRIBUTED_TIMEOUT,
+            SignatureRole.UNSTATED,
+        ),
+        (
+            "[Rank 0] Received a global timeout from another rank and will start to dump the debug info.",
+            "peer_timed_out",
+            Cause.DISTRIBUTED_TIMEOUT,
+            SignatureRole.ECHO,
+        ),
+        # NCCL failing is NCCL's, even when what failed was a connection that timed out
+        (_NCCL_SYSTEM_ERROR + "socketPollConnect: connect returned Connection timed out, exceeded error retry count (35)", "comm_error", Cause.NCCL_ERROR, SignatureRole.ROOT),
+        (_NCCL_SYSTEM_ERROR + "socketPollConnect: connect returned Connection refused, exceeded error retry count (35)", "comm_error", Cause.NCCL_ERROR, SignatureRole.ROOT),
+        (
+            "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:317, invalid usage "
+            "(run with NCCL_DEBUG=WARN for details), NCCL version 2.21.5\nncclInvalidUsage: This usually reflects invalid "
+            "usage of NCCL library.\nLast error:\nMismatched NCCL version detected : rank 0 version 22105 rank 2 version 21903",
+            "comm_error",
+            Cause.NCCL_ERROR,
+            SignatureRole.ROOT,
+        ),
+        (
+            "[PG ID 0 PG GUID 0(default_pg) Rank 1] Process group watchdog thread terminated with exception: NCCL error: "
+            "unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5",
+            "comm_error",
+            Cause.NCCL_ERROR,
+            SignatureRole.ROOT,
+        ),
+        # the server's own watchdog is not c10d's
+        ("Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=False)", "sglang_watchdog", Cause.WATCHDOG_TIMEOUT, SignatureRole.ROOT),
+        # a text that says only that something timed out is a timeout, read last: one that names its failure otherwise is that
+        ("TimeoutError: Timed out waiting for the tokenizer manager to answer.", "timed_out", Cause.DISTRIBUTED_TIMEOUT, SignatureRole.ROOT),
+        ("RuntimeError: CUDA error: the launch timed out and was terminated", "device_kernel", Cause.PYTHON_EXCEPTION, SignatureRole.ROOT),
+        # vLLM's executor waited for a worker's answer
+        ("TimeoutError: RPC call to execute_model timed out.", "vllm_rpc_timeout", Cause.DISTRIBUTED_TIMEOUT, SignatureRole.ROOT),
+    ],
+)
+def test_a_timeout_is_distributed_timeout_and_nccl_failing_is_nccl_error(
+    text: str, rule: str, cause: Cause, role: SignatureRole
+) -> None:
+    reading = read_error(text)
+    assert reading.signature is not None and reading.signature.rule == rule, reading.signature
+    assert (reading.cause, reading.role) == (cause, role)

@@ -189,3 +189,21 @@ def test_idle_connections_are_closed_and_their_threads_end() -> None:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_log_whose_name_is_not_utf8_is_scraped() -> None:
+    """Issue 30, point 5: a file name that is not UTF-8 (os.fsdecode gives lone surrogates) made every
+    scrape an HTTP 500. Its label shows the bytes escaped, as every output does."""
+    import os
+
+    name = os.fsdecode(b"server-\xff\xfe.log")
+    report = Engine(source=name)
+    report.feed((FIXTURES / "kv_cache_insufficient.log").read_bytes())
+    latest = report.report()
+    server = start(0, lambda: (latest, None), "127.0.0.1")
+    try:
+        metrics = scrape(int(server.server_address[1]))
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert [labels["source"] for labels, _ in metrics["logphase_info"]] == ["server-\\xff\\xfe.log"]

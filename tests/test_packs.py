@@ -93,12 +93,12 @@ def test_signatures_keep_the_order_of_the_table_before_packs() -> None:
     # so do TensorRT-LLM's, issue 32: tests/test_trtllm.py)
     assert [s.rule for s in SIGNATURES if not s.rule.startswith(("vllm_", "trtllm_"))] == [
         "peer_finished_loading", "child_killed", "child_died", "sigquit", "init_failed_echo",
-        "child_failed_error", "sibling_terminated", "peer_gone", "harness_exit", "kill_tree", "exit_cleanup",
+        "child_failed_error", "sibling_terminated", "peer_gone", "peer_timed_out", "harness_exit", "kill_tree", "exit_cleanup",
         "graph_capture_wrapper", "warmup_wrapper", "actor_wrapper", "worker_wrapper", "lazy_cuda_wrapper",
         "compile_wrapper", "spawn_wrapper", "kv_cache_no_room", "kv_pool_exhausted", "device_oom", "request_failed",
-        "distributed_timeout", "port_in_use", "duplicate_gpu", "no_network_interface", "comm_error", "import_failure",
-        "argument_error", "model_files", "model_unsupported", "sglang_watchdog", "gpu_unavailable", "memory_imbalance",
-        "device_kernel", "native_crash",
+        "distributed_timeout", "port_in_use", "duplicate_gpu", "no_network_interface", "comm_error", "watchdog_summary",
+        "import_failure", "argument_error", "model_files", "model_unsupported", "sglang_watchdog", "gpu_unavailable",
+        "memory_imbalance", "device_kernel", "native_crash", "timed_out",
     ]  # fmt: skip
 
 

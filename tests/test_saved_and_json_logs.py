@@ -134,3 +134,40 @@ def test_every_command_refuses_a_broken_saved_report(saved: dict[str, Any], tmp_
         assert done.returncode == 2, (args, done.stdout, done.stderr)
         assert done.stderr.count(b"\n") == 1 and b"Traceback" not in done.stderr
     assert logphase("compare", str(good), str(good)).returncode == 0
+
+
+# Issue 30, point 5: what a reviewer found read as a log, or accepted. Each is refused in one line
+# that says what the input is, exit 2, by parse (every command reads saved reports the same way).
+LOOKALIKES = {
+    # a list of reports (a script saving several): the head starts like a report, the whole is a list
+    "list": (lambda s: json.dumps([s, s], indent=2).encode(), b"a JSON list of 2 values"),
+    "list-one-line": (lambda s: json.dumps([s]).encode(), b"a JSON list of 1 value"),
+    # nested 100,000 levels: its schema_version (if any) is past any head, and no parser reads it
+    "deep-object": (lambda s: b'{"x": ' + b'{"a": ' * 100_000 + b"1" + b"}" * 100_000 + b', "schema_version": 2}', b"nested deeper"),
+    "deep-list": (lambda s: b"[" * 100_000 + b"]" * 100_000, b"nested deeper"),
+    # true == 1 in Python: a bool is no version number
+    "version-true": (lambda s: json.dumps({**s, "schema_version": True}).encode(), b"schema_version true"),
+    # parse --json of several logs writes JSON lines: one report a line
+    "json-lines-of-reports": (lambda s: (json.dumps(s) + "\n") .encode() * 2, b"more than one JSON document"),
+}
+
+
+@pytest.mark.parametrize("kind", LOOKALIKES)
+def test_what_only_looks_like_a_saved_report_is_refused_in_one_line(kind: str, saved: dict[str, Any], tmp_path: Path) -> None:
+    make, says = LOOKALIKES[kind]
+    data = make(saved)
+    assert looks_like_report(data[:1 << 20])  # never handed to the engine as a log
+    with pytest.raises(NotAReport):
+        report_from_json(data, "x")
+    path = tmp_path / f"{kind}.json"
+    path.write_bytes(data)
+    done = logphase("parse", str(path))
+    assert done.returncode == 2, (done.stdout[:300], done.stderr)
+    assert done.stderr.count(b"\n") == 1 and says in done.stderr and b"Traceback" not in done.stderr
+
+
+def test_a_log_whose_lines_start_with_a_bracket_is_still_a_log() -> None:
+    # SGLang's own lines start with "[": only a JSON list of reports is taken for one
+    assert not looks_like_report(b"[2026-05-12 18:20:05] server_args=ServerArgs(model_path='m')\n")
+    assert not looks_like_report(b'["a", "b"]\n["c"]\n')
+    assert not looks_like_report(b"[1, 2]\n")

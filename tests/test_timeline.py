@@ -517,3 +517,19 @@ def test_empty_log(tmp_path: Path) -> None:
 
 def test_colours_are_distinct_per_phase() -> None:
     assert len(set(PHASE_COLORS.values())) == len(PHASE_COLORS)
+
+
+def test_control_characters_in_an_error_keep_the_svg_and_page_well_formed() -> None:
+    """Issue 30, point 5: an error text holding control characters (a stray byte, an escape code the
+    log kept, a form feed) made the SVG ill-formed XML. They are shown escaped, as Python writes them."""
+    log = (FIXTURES / "kv_cache_insufficient.log").read_text().replace(
+        "RuntimeError: Not enough memory.", "RuntimeError: Not enough\x01 memory\x0b\x0c\x7f\x9b."
+    )
+    report = parse_text(log, source="weird\x02name.log")
+    assert report.failure is not None and "\x01" in report.failure.message
+    svg = render_svg(report)
+    ET.fromstring(svg)  # well-formed: raises otherwise
+    assert "Not enough\\x01 memory\\x0b\\x0c\\x7f\\x9b." in svg
+    page = render_html(report)
+    inline_svg(page)  # well-formed too
+    assert not re.search("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]", page)

@@ -329,6 +329,7 @@ SIGNATURES: dict[str, str] = {
     "vllm_world_size": "ValueError: World size (8) is larger than the number of available GPUs (4) in this node.",
     "vllm_placement_group": "ValueError: Cannot provide a placement group of placement_group_specs=[] within 1800 seconds.",
     "vllm_engine_ready_timeout": "TimeoutError: Timed out waiting for engine core processes to start.",
+    "vllm_rpc_timeout": "TimeoutError: RPC call to execute_model timed out.",
     "vllm_worker_exception_device": "Exception in worker VllmWorkerProcess while processing method init_device: NCCL error",
     "vllm_worker_exception_load": "Exception in worker VllmWorkerProcess while processing method load_model.",
     "vllm_worker_exception_memory": "Exception in worker VllmWorkerProcess while processing method initialize_cache.",

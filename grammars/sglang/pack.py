@@ -258,6 +258,12 @@ _SIGNATURES: tuple[Signature, ...] = (
         "peer_finished_loading",
         Cause.DISTRIBUTED_TIMEOUT,
         _ECHO,
+        # SGLang's own wait after the weights (a monitored barrier of 480 s, or 300 s before 0.5), which
+        # --dist-timeout does not set
+        hint="This rank loaded its weights, and another did not within SGLang's fixed wait after it: that rank "
+        "failed (its own error is in its lines or its node's log: an OOM, a crash) or is slow to load (a network "
+        "file system, a cold cache: copy the weights to local disk, or --load-format with a faster loader); "
+        "--dist-timeout does not change this wait.",
         before="child_killed",
     ),
     Signature("sigquit", Cause.CHILD_PROCESS_FAILED, _ECHO, before="child_failed_error"),
@@ -403,21 +409,24 @@ _HINTS: tuple[Hint, ...] = (
     Hint(
         Cause.NCCL_ERROR,
         "NCCL failed: rerun with NCCL_DEBUG=INFO to see why; check that all GPUs are visible and healthy "
-        "(nvidia-smi topo -m), that /dev/shm is large enough in containers, and try --disable-custom-all-reduce.",
+        "(nvidia-smi topo -m), that /dev/shm is large enough in containers, and try --disable-custom-all-reduce; "
+        "across nodes, that NCCL_SOCKET_IFNAME names the interface that reaches the others, that no firewall "
+        "blocks their ports and that every node runs the same NCCL.",
     ),
     Hint(
         Cause.DISTRIBUTED_TIMEOUT,
         "A collective timed out during {phase}: one rank stopped (crashed, hung, or much slower) "
-        "while the others waited. Find the rank whose error comes first or that logged least; "
-        "TORCH_NCCL_DESYNC_DEBUG=1 names the lagging rank; raise --dist-timeout only for a legitimately "
-        "slow step (a long weight load on one node).",
+        "while the others waited{lagging_text}. Find the lagging rank: the one whose error comes first or "
+        "that logged least (TORCH_NCCL_DESYNC_DEBUG=1 names it); rerun with NCCL_DEBUG=INFO to see where "
+        "NCCL stopped; raise --dist-timeout only for a legitimately slow step (a long weight load on one node).",
         frozenset({Phase.READY, Phase.WARMUP, Phase.CUDA_GRAPH_CAPTURE, Phase.MEMORY_POOL, Phase.WEIGHT_LOADING}),
     ),
     Hint(
         Cause.DISTRIBUTED_TIMEOUT,
-        "A distributed rendezvous or collective timed out: check that every node/rank started, "
-        "--dist-init-addr is reachable, --nnodes/--node-rank are right and no firewall blocks the ports; "
-        "raise --dist-timeout only if a step is legitimately slow.",
+        "A distributed rendezvous or collective timed out: a rank or a node never joined{lagging_text}. Check "
+        "that every node/rank started, --dist-init-addr is reachable, --nnodes/--node-rank are right and no "
+        "firewall blocks the ports; rerun with NCCL_DEBUG=INFO; raise --dist-timeout only if a step is "
+        "legitimately slow.",
     ),
     # in distributed init the schedulers bind torch.distributed's store (the NCCL port) and their
     # ZMQ ports, not the HTTP port: the port the error names is one of those

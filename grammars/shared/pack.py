@@ -146,7 +146,9 @@ _MESSAGES: dict[str, Message] = {
     "tb_exception": Message("traceback", None),
 }
 
-# Rows of the cause table; ``rank`` places them among the other packs' rows (causes.py sorts by it)
+# The cause table's backbone, in its order (the first row whose phrase a text holds decides): echoes,
+# wrappers, then roots from the most specific to the most general; a server's rows stand each before one
+# of these (Signature.before)
 _SIGNATURES: tuple[Signature, ...] = (
     Signature("child_killed", Cause.KILLED, _ECHO),
     Signature("child_died", Cause.CHILD_PROCESS_FAILED, _ECHO),
@@ -157,6 +159,7 @@ _SIGNATURES: tuple[Signature, ...] = (
     ),
     Signature("sibling_terminated", Cause.CHILD_PROCESS_FAILED, _ECHO),
     Signature("peer_gone", Cause.NCCL_ERROR, _ECHO),
+    Signature("peer_timed_out", Cause.DISTRIBUTED_TIMEOUT, _ECHO),
     Signature("harness_exit", Cause.CHILD_PROCESS_FAILED, _ECHO),
     Signature(
         "exit_cleanup",
@@ -209,6 +212,8 @@ _SIGNATURES: tuple[Signature, ...] = (
         Cause.NCCL_ERROR,
         _ROOT,
     ),
+    # after every row that states an error: c10d's summary says only that one failed
+    Signature("watchdog_summary", Cause.DISTRIBUTED_TIMEOUT, SignatureRole.UNSTATED),
     # imports are often lazy (a quantization kernel inside load_model): the frames say where
     Signature("import_failure", Cause.IMPORT_ERROR, _ROOT),
     Signature(
@@ -230,6 +235,8 @@ _SIGNATURES: tuple[Signature, ...] = (
         "driver is new enough for this PyTorch's CUDA (fabric manager on NVSwitch systems).",
     ),
     Signature("native_crash", Cause.PYTHON_EXCEPTION, _ROOT, hint=NATIVE_CRASH_HINT),
+    # the most general phrase of all: a text that says only that something timed out
+    Signature("timed_out", Cause.DISTRIBUTED_TIMEOUT, _ROOT),
 )
 
 # The advice for a run of no known server (a window without its server's lines): it names no server's
@@ -313,6 +320,21 @@ _HINTS: tuple[Hint, ...] = (
     Hint(
         Cause.PYTHON_EXCEPTION,
         "An uncaught Python exception{where}: read the traceback at the line given; it is the first failure in time.",
+    ),
+    # the advice for a server whose pack gives none for these causes
+    Hint(
+        Cause.DISTRIBUTED_TIMEOUT,
+        "A collective or a rendezvous timed out{where}: the ranks waited for one that did not come{lagging_text}. "
+        "Find the lagging rank: the one whose error comes first or that logged least (TORCH_NCCL_DESYNC_DEBUG=1 "
+        "names it), or the node that never started; rerun with NCCL_DEBUG=INFO to see where NCCL stopped; raise "
+        "the timeout only when the wait is legitimate (a slow step on one rank, not a hang).",
+    ),
+    Hint(
+        Cause.NCCL_ERROR,
+        "NCCL failed{where}: rerun with NCCL_DEBUG=INFO to see why; check the network interface "
+        "(NCCL_SOCKET_IFNAME) and that no firewall blocks the ports between nodes, shared memory in containers "
+        "(--ipc=host or a larger --shm-size), that every GPU is visible and healthy (nvidia-smi), and that every "
+        "node runs the same NCCL version.",
     ),
     Hint(
         Cause.UNKNOWN,

@@ -189,6 +189,16 @@ _SIGNATURES: tuple[Signature, ...] = (
         before="distributed_timeout",
     ),
     Signature(
+        "vllm_rpc_timeout",
+        Cause.DISTRIBUTED_TIMEOUT,
+        _ROOT,
+        hint="A worker did not answer the engine's call in time (VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS, 300 s by "
+        "default): it hung, most often in a collective waiting for a rank that never came. Find the "
+        "worker that logged least or failed first, rerun with NCCL_DEBUG=INFO to see where NCCL stopped; raise "
+        "VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS only when the step is legitimately that slow.",
+        before="distributed_timeout",
+    ),
+    Signature(
         "vllm_world_size",
         Cause.PYTHON_EXCEPTION,
         _ROOT,
@@ -267,10 +277,19 @@ _HINTS: tuple[Hint, ...] = (
     ),
     Hint(
         Cause.DISTRIBUTED_TIMEOUT,
-        "A distributed rendezvous timed out: a rank or a node never joined. Start every node (`vllm serve ... "
-        "--headless` on the others, or the Ray cluster), check MASTER_ADDR / VLLM_HOST_IP and the firewall, and "
-        "that --tensor-parallel-size x --pipeline-parallel-size matches the GPUs started; the wait is the "
-        "default timeout, not slowness.",
+        "A collective timed out during {phase}: one worker stopped (crashed, hung, or much slower) while the "
+        "others waited{lagging_text}. Find the lagging worker: the one whose error comes first or that logged "
+        "least (TORCH_NCCL_DESYNC_DEBUG=1 names it); rerun with NCCL_DEBUG=INFO to see where NCCL stopped, and try "
+        "--disable-custom-all-reduce. vLLM keeps PyTorch's default timeout: a step that legitimately takes longer "
+        "is the thing to fix.",
+        frozenset({Phase.READY, Phase.WARMUP, Phase.CUDA_GRAPH_CAPTURE, Phase.MEMORY_POOL, Phase.WEIGHT_LOADING}),
+    ),
+    Hint(
+        Cause.DISTRIBUTED_TIMEOUT,
+        "A distributed rendezvous timed out: a rank or a node never joined{lagging_text}. Start every node (`vllm "
+        "serve ... --headless` on the others, or the Ray cluster), check MASTER_ADDR / VLLM_HOST_IP and the "
+        "firewall, and that --tensor-parallel-size x --pipeline-parallel-size matches the GPUs started; rerun with "
+        "NCCL_DEBUG=INFO; the wait is the default timeout, not slowness.",
     ),
     Hint(
         Cause.PORT_IN_USE,

@@ -307,6 +307,8 @@ def _from_text(text: str, severity: Severity, fallback: Cause) -> Assessment:
 def _assessment(reading: Reading, message: str, severity: Severity, fallback: Cause | None) -> Assessment:
     if reading.role is SignatureRole.ECHO or reading.role is SignatureRole.EXIT:
         severity = Severity.NOTE if severity is Severity.NOTE else Severity.ECHO
+    elif reading.role is SignatureRole.UNSTATED:
+        severity = Severity.NOTE if severity is Severity.NOTE else Severity.UNSTATED
     elif reading.signature is not None and severity is Severity.ECHO:
         severity = Severity.ROOT  # an echo-shaped event that states a root error ('... exit code: ... CUDA error')
     cause = reading.cause or fallback or Cause.PYTHON_EXCEPTION
@@ -340,7 +342,7 @@ def _assess_exception(e: ev.PythonException, after_ready: bool) -> Assessment | 
     cause, check = (reading.cause, None) if reading.cause else _unread_cause(e, phase, own=chosen == len(exceptions) - 1)
     summary = _exception_text(exceptions[chosen]).split("\n", 1)[0]
     return Assessment(
-        Severity.ROOT,
+        Severity.UNSTATED if reading.role is SignatureRole.UNSTATED else Severity.ROOT,
         cause,
         phase,
         summary,

@@ -66,12 +66,26 @@ def _common_values(phase: Phase | None, config: dict[str, Any], facts: dict[str,
     }
     if phase is not None:
         values["phase"] = phase.value
+    values["lagging_text"] = _lagging_text(facts.get("lagging"))
     values.update(facts.get("stated") or {})  # what the error itself states (the minimum that would fit)
     if facts.get("native_crash"):
         values["native_crash"] = True
     if facts.get("check"):
         values[f"{facts['check']}_check"] = True  # the server's own check raised it: its rows' advice
     return values
+
+
+def _listed(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def _lagging_text(lagging: tuple[list[str], list[str]] | None) -> str:
+    """'{lagging_text}' of a timeout's hint: the rank the others waited for, when the log shows it
+    (every other rank reported the wait, it did not); empty otherwise."""
+    if not lagging:
+        return ""
+    late, waited = lagging
+    return f" (here {_listed(late)}: {_listed(waited)} timed out waiting, {'it' if len(late) == 1 else 'they'} did not)"
 
 
 def _fits(row: Hint, cause: Cause, phase: Phase | None, values: dict[str, Any]) -> bool:

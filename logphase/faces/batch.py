@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from logphase.faces.exit_codes import EXIT_FAILED, EXIT_READY, EXIT_STARTING, EXIT_USAGE, OUTCOME_EXIT
 from logphase.faces.inputs import InputError, read_input
+from logphase.vocabulary.names import shown_name
 
 if TYPE_CHECKING:
     from logphase.reporting.report import Report
@@ -38,9 +39,9 @@ def read_one(name: str, since: str | None, expect: dict[str, str], server: Serve
     """The report on one log (or a saved report); an unreadable file is an error, not an exception.
     ``server``: --server, the server every run of the log is."""
     try:
-        return FileOutcome(name, read_input(name, since, expect, server), None)
+        return FileOutcome(shown_name(name), read_input(name, since, expect, server), None)
     except InputError as exc:
-        return FileOutcome(name, None, str(exc))
+        return FileOutcome(shown_name(name), None, str(exc))
 
 
 def default_jobs() -> int:

@@ -60,6 +60,7 @@ def _build_parser() -> tuple[argparse.ArgumentParser, dict[str, tuple[ModuleType
 
 def main(argv: Sequence[str] | None = None) -> int:
     from logphase.faces.inputs import InputError
+    from logphase.vocabulary.names import shown_name
 
     parser, modules = _build_parser()
     args, unknown = parser.parse_known_args(argv)
@@ -74,7 +75,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(module.run(args))
     except InputError as exc:
-        print(f"logphase: {exc}", file=sys.stderr)
+        # one line whatever it quotes (a name or a value as typed: a newline, an escape code)
+        print(f"logphase: {shown_name(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("logphase: interrupted", file=sys.stderr)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, BinaryIO
 
 from logphase.faces import collector
 from logphase.vocabulary.errors import LogphaseError
+from logphase.vocabulary.names import shown_name
 
 if TYPE_CHECKING:
     from logphase.engine.engine import Engine
@@ -66,22 +67,23 @@ def open_input(name: str) -> tuple[BinaryIO, str]:
 def _open_raw(name: str) -> tuple[BinaryIO, str]:
     if name == "-":
         return sys.stdin.buffer, "<stdin>"
+    shown = shown_name(name)  # the name as every output shows it (bytes, a newline, an escape code)
     try:
         st = os.stat(name)
     except FileNotFoundError:
-        raise InputError(f"{name}: no such file") from None
+        raise InputError(f"{shown}: no such file") from None
     except PermissionError:
-        raise InputError(f"{name}: permission denied") from None
+        raise InputError(f"{shown}: permission denied") from None
     except OSError as exc:
-        raise InputError(f"{name}: {exc.strerror or exc}") from None
+        raise InputError(f"{shown}: {exc.strerror or exc}") from None
     if stat.S_ISDIR(st.st_mode):
-        raise InputError(f"{name}: is a directory, give a log file")
+        raise InputError(f"{shown}: is a directory, give a log file")
     try:
-        return open(name, "rb"), name
+        return open(name, "rb"), shown
     except PermissionError:
-        raise InputError(f"{name}: permission denied") from None
+        raise InputError(f"{shown}: permission denied") from None
     except OSError as exc:
-        raise InputError(f"{name}: {exc.strerror or exc}") from None
+        raise InputError(f"{shown}: {exc.strerror or exc}") from None
 
 
 def read_head(handle: BinaryIO, source: str) -> tuple[Saved | None, bytes]:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, BinaryIO, TypeAlias
 import orjson
 from pydantic import BaseModel, ValidationError
 
+from logphase.faces.wording import plural
 from logphase.reporting.report import SCHEMA_VERSION, Report
 from logphase.vocabulary.errors import LogphaseError
 from logphase.vocabulary.phases import PHASE_ORDER
@@ -41,6 +42,13 @@ class NotAReport(LogphaseError, ValueError):
 
 # how a saved report starts: logphase writes schema_version first (indented or not)
 _REPORT_START = re.compile(rb'\{\s*"schema_version"\s*:')
+# a list of reports, as a script might save several: refused, in words that say so
+_REPORT_LIST_START = re.compile(rb'\[\s*\{\s*"schema_version"\s*:')
+# orjson's words for a document nested deeper than it reads, and how deep that is
+_TOO_DEEP = "depth limit exceeded"
+_MAX_DEPTH = 1024
+# and for a document followed by more (JSON lines: `parse --json` of several logs)
+_SEVERAL = ("unexpected content after document", "trailing characters")
 # keys only a report has at its top (a JSON-lines log's objects have others: log, time, level, msg ...)
 _REPORT_KEYS = frozenset(("schema_version", "outcome", "phases", "failure", "servers", "total_startup_s"))
 # a saved report is small (kilobytes); a longer input that starts like one is read as a log
@@ -56,36 +64,37 @@ def looks_like_report(head: bytes) -> bool:
     may be gigabytes, and JSON-lines logs such as docker's json-file start with "{" too): a JSON
     object whose first key is schema_version, a first line that is an object with a report's keys,
     or a JSON document over several lines (not one object per line) that names schema_version in
-    its head."""
+    its head. So does what only looks like one to be refused: a JSON list of reports, and JSON
+    nested deeper than any parser reads (no log line is either)."""
     text = head.lstrip()
-    if text[:1] != b"{":
+    if text[:1] not in (b"{", b"["):
         return False
-    if _REPORT_START.match(text):
+    if _REPORT_START.match(text) or _REPORT_LIST_START.match(text):
         return True
     first_line = text.split(b"\n", 1)[0]
     try:
         first = orjson.loads(first_line)
-    except orjson.JSONDecodeError:
-        return b'"schema_version"' in text
+    except orjson.JSONDecodeError as exc:
+        if str(exc).startswith(_TOO_DEEP):
+            return True
+        return text[:1] == b"{" and b'"schema_version"' in text
+    if isinstance(first, list):  # a line of a log starts "[" too ('[2026-05-12 ...]'): only a list of reports
+        first = first[0] if first else None
     # a whole object on the first line: JSON lines (a log), unless its keys are a report's
     return isinstance(first, dict) and not _REPORT_KEYS.isdisjoint(first)
 
 
 def report_from_json(data: bytes, source: str) -> Saved:
     """The saved report (one log's, or a merged one) in ``data``. NotAReport when it is not valid
-    JSON (cut, NaN, Infinity, nested too deep), not a report, or holds values no log gives (negative
-    or absurd durations, phases out of order)."""
-    try:
-        value = orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        raise NotAReport(f"{source}: a saved report that is not valid JSON ({str(exc).split(':')[0]})") from None
-    if not isinstance(value, dict) or "schema_version" not in value:
-        raise NotAReport(f"{source}: JSON, but not a logphase report (no schema_version)")
-    if value["schema_version"] not in READABLE_SCHEMAS:
-        raise NotAReport(
-            f"{source}: report schema_version {value['schema_version']!r}, this logphase reads "
-            + ", ".join(map(str, READABLE_SCHEMAS))
-        )
+    JSON (cut, NaN, Infinity, nested too deep), not a report (a list of them, a schema_version that
+    is no version number), or holds values no log gives (negative or absurd durations, phases out
+    of order)."""
+    value = _json_object(data, source)
+    version = value["schema_version"]
+    # a version is a number: true is no 1, though Python's == says so
+    if type(version) is not int or version not in READABLE_SCHEMAS:
+        shown = orjson.dumps(version).decode()[:40]
+        raise NotAReport(f"{source}: report schema_version {shown}, this logphase reads " + ", ".join(map(str, READABLE_SCHEMAS)))
     value["schema_version"] = SCHEMA_VERSION
     absurd = _absurd_number(value)
     if absurd is not None:
@@ -107,6 +116,31 @@ def report_from_json(data: bytes, source: str) -> Saved:
         if problem is not None:
             raise NotAReport(f"{source}: not a valid logphase report: {problem}")
     return saved
+
+
+def _json_object(data: bytes, source: str) -> dict[str, object]:
+    """The JSON object a saved report is, with its schema_version; NotAReport, in words that say
+    what the input is instead, for anything else."""
+    try:
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        reason = str(exc).split(":")[0]
+        if reason.startswith(_TOO_DEEP):
+            raise NotAReport(f"{source}: JSON nested deeper than {_MAX_DEPTH} levels: no logphase report (nor log) is") from None
+        if reason.startswith(_SEVERAL):
+            raise NotAReport(
+                f"{source}: more than one JSON document (parse --json of several logs writes one a line): "
+                "give each saved report in a file of its own"
+            ) from None
+        raise NotAReport(f"{source}: a saved report that is not valid JSON ({reason})") from None
+    if isinstance(value, list):
+        raise NotAReport(
+            f"{source}: a JSON list of {plural(len(value), 'value')}, not a logphase report: a saved report is one JSON object "
+            "(parse --json of one log); give each in a file of its own"
+        )
+    if not isinstance(value, dict) or "schema_version" not in value:
+        raise NotAReport(f"{source}: JSON, but not a logphase report (no schema_version)")
+    return value
 
 
 def _absurd_number(value: object, where: str = "") -> tuple[str, float] | None:

@@ -29,9 +29,9 @@ def read_merged(
     if "-" in names:
         raise InputError("--merge reads files: standard input cannot be told apart from the other logs")
     reports: list[Report] = []
-    for i, outcome in enumerate(read_many(names, since, expect, jobs, server)):
+    for outcome in read_many(names, since, expect, jobs, server):
         if outcome.error is not None or outcome.report is None:
-            raise InputError(outcome.error or f"{names[i]}: unreadable")
+            raise InputError(outcome.error or f"{outcome.source}: unreadable")
         reports.append(outcome.report)
     return merge_logs(names, reports)
 

@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 from logphase.diagnosing.diagnosis import Assessment, Severity
 from logphase.packs.rows import Step
 from logphase.vocabulary import events as ev
-from logphase.vocabulary.causes import Cause
+from logphase.vocabulary.causes import WAITED_ON_PEERS, Cause
 from logphase.vocabulary.phases import Phase
 from logphase.vocabulary.servers import Server
 
@@ -136,7 +136,9 @@ class Incidents:
     """The incidents of a run, kept flat in their number (a server failing while serving can print
     a million tracebacks): what the report reads of them, exactly as if every one were kept.
 
-    * the earliest of each failing severity (root, unstated), the candidates for the root cause;
+    * the earliest of each failing severity (root, unstated), the candidates for the root cause, and
+      apart the earliest of those that only waited for the other ranks (``WAITED_ON_PEERS``);
+    * the ranks that reported each cause (the ranks that waited, when it is a timeout);
     * the first echo of each cause, and the first echo at all (the root when no failure states one);
     * the first ``MAX_CONSEQUENCES + 1`` in line order (the consequences, whichever is the root);
     * the last line of each rank that reported one (whose loss the others reported);
@@ -145,7 +147,8 @@ class Incidents:
 
     def __init__(self) -> None:
         self.counts: dict[Severity, int] = dict.fromkeys(Severity, 0)
-        self._earliest: dict[Severity, Incident] = {}
+        self._earliest: dict[tuple[Severity, bool], Incident] = {}  # by severity, and whether it only waited
+        self._ranks_of: dict[Cause, set[str]] = {}
         self._first_echo: Incident | None = None
         self._first_echo_of: dict[Cause, Incident] = {}
         # (line, arrival, incident): sorted, the first in line order; arrival keeps the order of equal lines
@@ -157,14 +160,17 @@ class Incidents:
         arrival = len(self)
         self.counts[severity] += 1
         if severity in (Severity.ROOT, Severity.UNSTATED):
-            best = self._earliest.get(severity)
+            key = (severity, incident.assessment.cause in WAITED_ON_PEERS)
+            best = self._earliest.get(key)
             if best is None or _root_order(incident) < _root_order(best):
-                self._earliest[severity] = incident
+                self._earliest[key] = incident
         elif severity is Severity.ECHO:
             if self._first_echo is None:
                 self._first_echo = incident
             self._first_echo_of.setdefault(incident.assessment.cause, incident)
         event = incident.event
+        if event.rank is not None and severity is not Severity.NOTE:
+            self._ranks_of.setdefault(incident.assessment.cause, set()).add(event.rank)
         if len(self._first_lines) <= MAX_CONSEQUENCES or event.line < self._first_lines[-1][0]:
             bisect.insort(self._first_lines, (event.line, arrival, incident), key=lambda kept: kept[:2])
             del self._first_lines[MAX_CONSEQUENCES + 1 :]
@@ -191,9 +197,29 @@ class Incidents:
         """A failure that is no echo: one that states its error or shows one without it."""
         return bool(self._earliest)
 
-    def earliest(self, severity: Severity) -> Incident | None:
-        """The first in time (then in line order) of a failing severity (root or unstated)."""
-        return self._earliest.get(severity)
+    def earliest(self, severity: Severity, waited: bool | None = None) -> Incident | None:
+        """The first in time (then in line order) of a failing severity (root or unstated); ``waited``:
+        of those that only waited for the other ranks (True), of the others (False), of all (None)."""
+        found = [self._earliest.get((severity, w)) for w in ((False, True) if waited is None else (waited,))]
+        return min((i for i in found if i is not None), key=_root_order, default=None)
+
+    def first_failure(self) -> Incident | None:
+        """The failure that is the root cause, if one is: the earliest that states its error; but when
+        that one only says its rank waited for the others, a failure whose error is not shown (a crash)
+        before it: the others waited for the crashed rank (the abort a wait ends in comes after it).
+        Without an error stated, the earliest failure that shows one without it."""
+        stated = self.earliest(Severity.ROOT)
+        if stated is None:
+            return self.earliest(Severity.UNSTATED)
+        if stated.assessment.cause in WAITED_ON_PEERS:
+            crash = self.earliest(Severity.UNSTATED, waited=False)
+            if crash is not None and _root_order(crash) < _root_order(stated):
+                return crash
+        return stated
+
+    def ranks_of(self, cause: Cause) -> set[str]:
+        """The ranks whose lines reported a failure or an echo of ``cause``."""
+        return set(self._ranks_of.get(cause, ()))
 
     def first_echo(self, cause: Cause | None = None) -> Incident | None:
         """The first echo of ``cause``, or the first echo at all."""

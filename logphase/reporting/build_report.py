@@ -38,6 +38,7 @@ from logphase.reporting.report import (
     resolve_rank,
     values_match,
 )
+from logphase.vocabulary.causes import WAITED_ON_PEERS
 from logphase.vocabulary.events import ParameterOverride, ProgressBar
 from logphase.vocabulary.phases import PHASE_ORDER, Phase, later_phase
 
@@ -183,12 +184,12 @@ def failure_ts(run: Run) -> str | None:
 
 
 def _root(run: Run) -> Incident | None:
-    """The root cause: the earliest failure that states its error; else the earliest one that
+    """The root cause: the earliest failure that states its error (when that one only says its rank
+    waited for the others, a crash before it whose error is not shown); else the earliest one that
     does not (a cut traceback, a crash dump); else the most telling echo (runs.Incidents)."""
-    for severity in (Severity.ROOT, Severity.UNSTATED):
-        found = run.incidents.earliest(severity)
-        if found is not None:
-            return found
+    found = run.incidents.first_failure()
+    if found is not None:
+        return found
     for cause in ECHO_PREFERENCE:
         echo = run.incidents.first_echo(cause)
         if echo is not None:
@@ -252,10 +253,10 @@ def _hint(run: Run, root: Incident, phase: Phase, server: str | None) -> str:
     own = root.assessment.hint
     if own and (server is not None or hint_server(own) is None):
         return own
-    return hint(root.assessment.cause, phase, run.server_args or {}, _hint_facts(run, root), server)
+    return hint(root.assessment.cause, phase, run.server_args or {}, _hint_facts(run, root, phase), server)
 
 
-def _hint_facts(run: Run, root: Incident) -> dict[str, Any]:
+def _hint_facts(run: Run, root: Incident, phase: Phase) -> dict[str, Any]:
     """What the run knows that a hint's advice depends on."""
     facts: dict[str, Any] = {
         "max_capture_bs": run.max_capture_bs,
@@ -263,7 +264,25 @@ def _hint_facts(run: Run, root: Incident) -> dict[str, Any]:
         "check": root.assessment.check,
     }
     facts["stated"] = stated_values(root.assessment.message)
+    facts["lagging"] = _lagging_ranks(run, root, phase)
     return facts
+
+
+def _lagging_ranks(run: Run, root: Incident, phase: Phase) -> tuple[list[str], list[str]] | None:
+    """For a root that only says its rank waited for the others in a collective (a timeout once the
+    ranks have met): the ranks of the run that reported no such wait, the ones the others waited for
+    (every rank that entered the collective times out in it), and those that did; None unless the log
+    shows them (no more of the first than of the second). A rendezvous (distributed init) waits for
+    ranks that may print nothing in this log (another node's): it names none."""
+    cause = root.assessment.cause
+    if cause not in WAITED_ON_PEERS or phase in (Phase.LAUNCH, Phase.DISTRIBUTED_INIT):
+        return None
+    ranks = sorted({r for r in run.tracks if r is not None}, key=rank_sort_key)
+    waited = {_named(r, run) for r in run.incidents.ranks_of(cause)}
+    lagging = [r for r in ranks if r not in waited]
+    if not lagging or len(lagging) > len(ranks) - len(lagging):
+        return None
+    return lagging, [r for r in ranks if r in waited]
 
 
 def _failure_rank(run: Run, root: Incident, phase: Phase) -> str | None:

@@ -36,9 +36,10 @@ from logphase.reporting.report import (
     PhaseReport,
     RankSpan,
     Report,
+    ShownName,
     rank_sort_key,
 )
-from logphase.vocabulary.causes import Cause
+from logphase.vocabulary.causes import WAITED_ON_PEERS, Cause
 from logphase.vocabulary.phases import PHASE_ORDER, Phase
 
 NodeRole = Literal["server", "prefill", "decode", "router"]
@@ -51,8 +52,8 @@ _COMMON_EVENTS: tuple[tuple[Phase, Literal["start", "end"]], ...] = (
 )
 _SEVERITY_ORDER = {"root": 0, "unstated": 1, "echo": 3}
 # a node that timed out waiting for its peers (a collective, a rendezvous) states only that it
-# waited: across nodes it is the echo of the node that stopped (its crash, even unstated, comes first)
-_WAITED_ON_PEERS = frozenset({Cause.DISTRIBUTED_TIMEOUT})
+# waited: across nodes it is the echo of the node that stopped (its crash, even unstated, comes
+# first), as in one log (causes.WAITED_ON_PEERS); across nodes the clocks cannot say which came first
 _WAITED_ORDER = 2
 
 
@@ -75,7 +76,7 @@ class NodeClock(BaseModel):
     """How one node's clock relates to the first node's."""
 
     node: str = Field(description="node name: node<node_rank> from server_args, else the file's name")
-    source: str = Field(description="the log of that node")
+    source: ShownName = Field(description="the log of that node")
     skew_s: float | None = Field(
         description="how far this node's clock is ahead of the first node's (negative: behind); its times are "
         "moved back by it. null when no event common to both nodes shows it: the skew is then taken as zero (times as printed)"
@@ -98,7 +99,7 @@ class ServerView(BaseModel):
 
     role: NodeRole = Field(description="server (plain), prefill or decode (disaggregation), router")
     nodes: list[str] = Field(description="its nodes, node 0 first")
-    sources: list[str] = Field(description="their logs, in the same order")
+    sources: list[ShownName] = Field(description="their logs, in the same order")
     clocks: list[NodeClock] = Field(description="each node's clock skew against the first node")
     rank_nodes: dict[str, str] = Field(description="each rank of the combined report -> its node")
     lagging: Lagging | None = Field(default=None, description="the rank or node that held the others up")
@@ -474,7 +475,7 @@ def _failure(members: list[Report], shifts: list[float], qualified: list[dict[st
 def _says_first(failure: FailureReport) -> int:
     """How much a node's failure says about the root, most first: an error stated, a failure
     without its error, a timeout waiting for the other nodes, an echo."""
-    if failure.severity == "root" and failure.cause in _WAITED_ON_PEERS:
+    if failure.severity in ("root", "unstated") and failure.cause in WAITED_ON_PEERS:
         return _WAITED_ORDER
     return _SEVERITY_ORDER[failure.severity]
 

@@ -4,12 +4,13 @@ where it comes from, so that no face needs to read the log again."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import AfterValidator, BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
 
 from logphase.packs.registry import SERVERS
 from logphase.vocabulary.causes import Cause
+from logphase.vocabulary.names import shown_name
 from logphase.vocabulary.phases import Phase
 from logphase.vocabulary.servers import Server
 
@@ -24,6 +25,9 @@ LOW_CAPTURE_MEMORY_GB = 5.0
 UNACCOUNTED_MIN_S = 1.0
 
 Outcome = Literal["ready", "failed", "starting"]
+# a file's name as every output shows it: bytes that are not UTF-8 and control characters escaped
+# (vocabulary/names.py), also in a saved report read back, so that no face writes them raw
+ShownName = Annotated[str, AfterValidator(shown_name)]
 
 # the settings people look at first (text summary, timeline); the report's config has them all
 CONFIG_KEYS = (
@@ -154,7 +158,7 @@ class Consequence(BaseModel):
     message: str = Field(description="what the line says")
     ts: str | None = Field(default=None, description="its time, or the time of the line before it")
     rank: str | None = Field(default=None, description="the rank that printed it; null for the server")
-    source: str | None = Field(default=None, description="the log it is in, in a report on several logs (--merge)")
+    source: ShownName | None = Field(default=None, description="the log it is in, in a report on several logs (--merge)")
 
 
 class FailureReport(BaseModel):
@@ -187,7 +191,7 @@ class FailureReport(BaseModel):
         "it does not support) or of the environment (a device, a driver, a memory or peer-to-peer check); the "
         "cause stays python_exception",
     )
-    source: str | None = Field(default=None, description="the log the line is in, in a report on several logs (--merge)")
+    source: ShownName | None = Field(default=None, description="the log the line is in, in a report on several logs (--merge)")
     while_serving: bool = Field(
         default=False,
         description="the failure struck while the server was serving (phase ready): its start-up had succeeded "
@@ -270,7 +274,7 @@ class Report(BaseModel):
     """What logphase knows about one run of the server at this point of the log."""
 
     schema_version: int = Field(default=SCHEMA_VERSION, description="version of this JSON contract")
-    source: str = Field(description="file name, or <stdin>")
+    source: ShownName = Field(description="file name, or <stdin>")
     server: Server | None = Field(
         default=None,
         description=f"the server of this run, by its pack's name ({', '.join(SERVERS)}), from its own start lines "

@@ -29,6 +29,12 @@ class Cause(str, Enum):
         return str(self.value)
 
 
+# A failure that says only that its rank waited for the others (a collective or a rendezvous that
+# timed out) is the echo of the rank that stopped: a crash before it, even one whose error the log
+# does not show, is the root, in one log as across the logs of several nodes (reporting/merge.py).
+WAITED_ON_PEERS = frozenset({Cause.DISTRIBUTED_TIMEOUT})
+
+
 class SignatureRole(str, Enum):
     """What an error's text is to the failure."""
 
@@ -36,3 +42,6 @@ class SignatureRole(str, Enum):
     ECHO = "echo"  # a consequence of a failure elsewhere; the cause only when nothing else is found
     WRAPPER = "wrapper"  # quotes another error, which decides (the rest of the text after the phrase)
     EXIT = "exit"  # the process tree exited: an echo before ready, nothing after it
+    # says that something failed, not what (c10d's watchdog: "failed or timed out"): a failure whose error
+    # the log does not state, its cause the one the row names when nothing states one
+    UNSTATED = "unstated"

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 from logphase.faces.exit_codes import EXIT_INTERRUPTED, EXIT_TIMEOUT, OUTCOME_EXIT
 from logphase.faces.inputs import InputError, check_since, parse_expect
 from logphase.faces.options import add_color, add_expect_since, add_merge, add_otlp, add_server
+from logphase.vocabulary.names import shown_name
 from logphase.vocabulary.phases import Phase
 
 if TYPE_CHECKING:
@@ -137,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
         from logphase.faces.live.follow import follow_file
 
         if os.path.isdir(args.file):
-            raise InputError(f"{args.file}: is a directory, give a log file")
+            raise InputError(f"{shown_name(args.file)}: is a directory, give a log file")
         records = follow_file(args.file, options, on_follower=current.append)
     else:
         from logphase.faces.live.follow import follow_stream
@@ -314,9 +315,10 @@ def refuse_what_is_no_log(name: str) -> None:
         return  # missing, a directory, unreadable: follow's own checks say so
     kind = compression_of(head)
     if kind is not None:
-        raise InputError(f"{name}: {kind}-compressed, a finished log: read it with logphase parse {name}")
+        shown = shown_name(name)
+        raise InputError(f"{shown}: {kind}-compressed, a finished log: read it with logphase parse {shown}")
     try:
-        refuse_binary(head, name)
+        refuse_binary(head, shown_name(name))
     except NotALog as exc:
         raise InputError(str(exc)) from None
 

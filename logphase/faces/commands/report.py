@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from logphase.faces.exit_codes import OUTCOME_EXIT
 from logphase.faces.inputs import InputError, check_since, feed_all, open_input, parse_expect, read_head
 from logphase.faces.options import add_expect_since, add_merge, add_server
+from logphase.vocabulary.names import shown_name
 
 if TYPE_CHECKING:
     from logphase.reporting.merge import MergedReport
@@ -72,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     _write(args.output, page)
     if args.svg:
         _write(args.svg, render_svg(report))
-    written = " and ".join(x if x != "-" else "stdout" for x in (args.output, args.svg) if x)
+    written = " and ".join(shown_name(x) if x != "-" else "stdout" for x in (args.output, args.svg) if x)
     print(f"{source}: {headline(report)}; wrote {written}", file=sys.stderr if "-" in (args.output, args.svg) else sys.stdout)
     return OUTCOME_EXIT[report.outcome]
 
@@ -101,7 +102,7 @@ def _draw_merged(merged: MergedReport, args: argparse.Namespace) -> int:
         _write(page, render_html(server.report, server.rank_nodes))
         if svg:
             _write(svg, render_svg(server.report, server.rank_nodes))
-        written = " and ".join(x if x != "-" else "stdout" for x in (page, svg) if x)
+        written = " and ".join(shown_name(x) if x != "-" else "stdout" for x in (page, svg) if x)
         out = sys.stderr if "-" in (page, svg) else sys.stdout
         print(f"{server.role} ({', '.join(server.nodes)}): {headline(server.report)}; wrote {written}", file=out)
     return OUTCOME_EXIT[merged.outcome]
@@ -123,4 +124,4 @@ def _write(path: str, text: str) -> None:
         with open(path, "w", encoding="utf-8") as out:
             out.write(text)
     except OSError as exc:
-        raise InputError(f"{path}: cannot write: {exc.strerror or exc}") from None
+        raise InputError(f"{shown_name(path)}: cannot write: {exc.strerror or exc}") from None

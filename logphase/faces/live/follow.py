@@ -44,6 +44,7 @@ from logphase.faces.wording import first_line, fmt_duration, headline
 from logphase.folding.runs import seconds_between
 from logphase.reading.clock import input_year_hint
 from logphase.reporting.report import FailureReport, PhaseReport, Report
+from logphase.vocabulary.names import shown_name
 from logphase.vocabulary.phases import PHASE_ORDER, Phase
 from logphase.vocabulary.servers import Server
 
@@ -636,7 +637,7 @@ class _FileFollowing:
         """No file (yet, or again): said once, then waited for."""
         if not self.waiting_said:
             self.waiting_said = True
-            yield WaitingRecord(message=f"{self.path} does not exist yet; waiting for it")
+            yield WaitingRecord(message=f"{shown_name(self.path)} does not exist yet; waiting for it")
         yield from self.follower.tick(now)
         self._pause(now)
 
@@ -661,7 +662,7 @@ class _FileFollowing:
 
     def _changed(self, read: TailRead) -> Iterator[FollowRecord]:
         """The records of a replaced, truncated or deleted file (the old file read to its end first)."""
-        path = self.path
+        path = shown_name(self.path)
         if read.change is Change.ROTATED:
             if read.data:
                 yield from self.follower.feed(read.data, self.clock())

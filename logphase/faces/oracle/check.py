@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 from logphase.faces.oracle.compare import TOTAL, flat_config, phase_deltas
 from logphase.faces.oracle.expectations import Expectations
 from logphase.faces.wording import describe_failure, fmt_seconds, headline, number_text
-from logphase.reporting.report import Outcome, PhaseReport, Report, values_match
+from logphase.reporting.report import Outcome, PhaseReport, Report, ShownName, values_match
 from logphase.vocabulary.causes import Cause
 from logphase.vocabulary.phases import PHASE_ORDER, Phase
 
@@ -34,7 +34,7 @@ class CheckItem(BaseModel):
 class CheckResult(BaseModel):
     """The result of ``check``: each expectation with its verdict and evidence."""
 
-    source: str = Field(description="the log or report checked")
+    source: ShownName = Field(description="the log or report checked")
     outcome: Outcome = Field(description="how its startup ended")
     phase: Phase | None = Field(description="its phase (on failure, where it failed)")
     ok: bool = Field(description="every expectation holds")

@@ -47,8 +47,21 @@ SCHEDULER_SHOWN = ("max_total_num_tokens", "max_running_requests", "context_len"
 # -- formatting ------------------------------------------------------------------------------------
 
 
+# what no XML 1.0 document may hold (the C0 controls but tab, newline and carriage return, lone
+# surrogates, U+FFFE and U+FFFF) and what HTML reads as a parse error (DEL, the C1 controls): an
+# error's text can hold any of them (a log's stray bytes, an escape code), and one makes the SVG
+# ill-formed. Shown escaped, as Python writes them
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
+
+
+def _escaped(m: re.Match[str]) -> str:
+    code = ord(m.group())
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
 def esc(value: object) -> str:
-    return html.escape(str(value), quote=True)
+    """Text for the page and the SVG: markup escaped, and characters no XML holds shown escaped."""
+    return html.escape(_NOT_XML.sub(_escaped, str(value)), quote=True)
 
 
 def fmt_offset(seconds: float, span: float) -> str:
