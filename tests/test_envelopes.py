@@ -231,9 +231,6 @@ def launch_line(log: bytes) -> int | None:
 # they mean depends on it (uvicorn's start-up is vLLM's ready, SGLang's warmup, which ends at its own
 # 'fired up' line). Such windows are ambiguous by nature: test_a_window_of_bare_uvicorn_lines_names_no_server
 # says what logphase reports for them; the property draws its windows before that tail.
-UVICORN_TAIL = {"vllm_v0_tp4_ray_0_6.log"}
-
-
 def bare_uvicorn_tail(log: bytes) -> int:
     """The first line of the log's tail of bare uvicorn lines ('INFO:     ...')."""
     lines = log.rstrip(b"\n").split(b"\n")
@@ -267,10 +264,12 @@ def test_window_invariance(name: str, data: st.DataObject) -> None:
     keep = min(deciding_lines(full), default=None)
     if keep is None:
         return
-    if name in UVICORN_TAIL:
-        keep = min(keep, bare_uvicorn_tail(log) - 1)  # (test_a_window_of_bare_uvicorn_lines_names_no_server)
     # the last run only: a window that starts in an earlier run is a window on a file of several runs
     first = max(full.run_start_line, 1)
+    # a window of the bare uvicorn lines a log ends with names no server: it is no window of the
+    # server's (test_a_window_of_bare_uvicorn_lines_names_no_server; vLLM's and TensorRT-LLM's
+    # front ends are uvicorn's)
+    keep = max(first, min(keep, bare_uvicorn_tail(log) - 1))
     start = data.draw(st.integers(first, keep), label="window starts at line")
     lines = log.split(b"\n")
     window = b"\n".join(lines[start - 1 :])
