@@ -3,7 +3,7 @@ follower, on a fake clock, with the probes' answers over time: when the start-up
 liveness probe, for a failure while serving) first fails after the root cause, and whether it ever
 failed a start-up that was making progress.
 
-Used by tests/test_probes.py (the fixtures; the real logs of ../shared in the long tier) and by
+Used by tests/test_probes.py (the fixtures: no test reads ../shared) and by
 scripts/probe_replay.py (the table of the closing note). A replay costs no wall-clock time: a
 ten-minute weight load is as quick as a ten-second one, and a day's gap between runs as an hour's.
 """

@@ -2,7 +2,7 @@
 the state file the sidecar keeps and `logphase probe` reads, the HTTP endpoints beside /metrics, and
 every fixture replayed at the pace of its own stamps on a fake clock (tests/probe_replay.py): the
 start-up probe fails at the root cause's line, and never fails a start-up that makes progress, a
-ten-minute weight load included. The real logs of ../shared are replayed in the long tier (and by
+ten-minute weight load included. The real logs of ../shared are replayed by
 scripts/probe_replay.py, whose table the closing note of issue 33 quotes)."""
 
 from __future__ import annotations
@@ -25,10 +25,8 @@ from logphase.faces.fleet.probe import STATE_FORMAT, answer, read_state, write_s
 from logphase.faces.fleet.sidecar import StateKeeper, state_of
 from logphase.faces.live.follow import DEFAULT_STALL_AFTER, Follower, FollowOptions
 from logphase.vocabulary.phases import Phase
-from tests.conftest import FIXTURES, ROOT, fixture_logs
+from tests.conftest import FIXTURES, fixture_logs
 from tests.probe_replay import replay
-
-SHARED = ROOT.parent / "shared"
 
 
 def _state(**changes: object) -> dict[str, object]:
@@ -219,19 +217,6 @@ def test_a_silent_load_past_its_budget_is_a_stall_unless_the_phase_is_given_more
     stalled = replay(data).false_failures()
     assert stalled and "STALLED in weight_loading" in stalled[0][3] and stalled[0][0] == pytest.approx(900, abs=20)
     assert replay(data, stall_after=1500.0).false_failures() == []
-
-
-@pytest.mark.long
-@pytest.mark.skipif(not SHARED.is_dir(), reason="../shared (the real logs) is not beside the checkout")
-@pytest.mark.parametrize("folder", ["realworld", "excerpts", "vllm"])
-def test_replayed_real_logs(folder: str) -> None:
-    for log in sorted((SHARED / folder).glob("*.log")):
-        data = log.read_bytes()
-        r = replay(data)
-        assert r.false_failures() == [], log.name
-        if r.failure_at is not None:
-            delay = r.delay()
-            assert delay is not None and (delay <= 1.0 or _cut_last_line(data)), (log.name, delay)
 
 
 # -- the commands: follow --state-file, logphase probe, the HTTP endpoints ----------------------------------
