@@ -265,9 +265,9 @@ VLLM_CLOCKS: dict[str, Callable[[bytes], bytes]] = {
 
 
 def test_every_vllm_fixture_is_compared_with_its_durations() -> None:
-    """The 11 vLLM fixtures are vLLM's, and the wrapped ones' durations are compared with theirs
+    """The 13 vLLM fixtures are vLLM's, and the wrapped ones' durations are compared with theirs
     (none is timed by another clock than vLLM's own)."""
-    assert len(VLLM_FIXTURES) == 11 and all(plain_report(name).server == "vllm" for name in VLLM_FIXTURES)
+    assert len(VLLM_FIXTURES) == 13 and all(plain_report(name).server == "vllm" for name in VLLM_FIXTURES)
     assert all(timed_by_own_stamps(name) for name in VLLM_FIXTURES)
 
 

@@ -63,6 +63,9 @@ class Step(NamedTuple):
     phase: Phase  # the phase it is part of (the first one, for a step over several)
     through: Phase | None = None  # the last phase it covers, when it covers more than ``phase``
     whole: bool = False  # it measures the whole phase: the phase's duration is the server's measure
+    # listed only where the phase holds more than it (other steps, more time): a measure the server
+    # prints of every capture or load, which its phase's stamps agree with but for a draft model's
+    quiet: bool = False
 
 
 @dataclass(frozen=True)
