@@ -177,25 +177,9 @@ def _check_steps(report: Report, clock: _Clock, lines: list[str], found: Finding
         for step in phase.steps:
             found.steps += 1
             printed = _printed_at(clock, lines, step.line)
-            problem = _step_outside(
-                report, phase, step.duration_s, printed, step.through, _unseen_first(report, phase, lines, step.line)
-            )
+            problem = _step_outside(report, phase, step.duration_s, printed, step.through)
             if problem is not None:
                 found.violations.append(f"{phase.name.value} lists {step.name} {step.duration_s} s (line {step.line}): {problem}")
-
-
-def _unseen_first(report: Report, phase: PhaseReport, lines: list[str], line: int) -> datetime | None:
-    """For a step over several phases listed under a later one because the run shows no line of its first
-    (vLLM's init engine, memory_pool through capture, where no line said memory_pool): the end of the
-    phase before the listing one, where the step may have begun (the stretch its first phase ran in)."""
-    text = lines[line - 1] if 0 < line <= len(lines) else ""
-    firsts = [first for pattern, first, last in PRINTED.values() if last is not first and pattern.search(text)]
-    shown = {p.name for p in report.phases}
-    if not firsts or firsts[0] in shown or firsts[0].order > phase.name.order:
-        return None
-    ends = [_when(p.end) for p in report.phases if p.name.order < phase.name.order]
-    known = [e for e in ends if e is not None]
-    return max(known) if known else None
 
 
 def _printed_at(clock: _Clock, lines: list[str], line: int) -> datetime | None:
@@ -208,12 +192,12 @@ def _printed_at(clock: _Clock, lines: list[str], line: int) -> datetime | None:
 
 
 def _step_outside(
-    report: Report, phase: PhaseReport, seconds: float, printed: datetime | None, through: Phase | None, floor: datetime | None
+    report: Report, phase: PhaseReport, seconds: float, printed: datetime | None, through: Phase | None
 ) -> str | None:
     """Why a step of ``seconds`` printed at ``printed`` does not lie inside ``phase`` (through
-    ``through``; from ``floor`` when its first phase ran unseen before it); None when it does."""
+    ``through``); None when it does."""
     covered = _phases_from(report, phase.name, through or phase.name)
-    starts = [_when(p.start) for p in covered] + [floor]
+    starts = [_when(p.start) for p in covered]
     ends = [_when(p.end) if p.end is not None else _open_end(p) for p in covered]
     known_starts = [s for s in starts if s is not None]
     known_ends = [e for e in ends if e is not None]

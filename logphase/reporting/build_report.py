@@ -466,8 +466,9 @@ def _phase_report(
 @dataclass
 class _Listed:
     """A step as a phase lists it: the slowest rank's measure, when that rank printed it, and whether
-    it began in this phase (a step over several phases whose first the run does not show began in the
-    stretch before this one)."""
+    it began in this phase: the phase it measures first, or the first of those it runs through that the
+    run shows (V1's init engine where no line said memory_pool: its profiling is capture's first part).
+    Not a measure printed after its rank went on past every phase it covers."""
 
     report: StepReport
     ts: str | None
@@ -493,7 +494,8 @@ def _listed_steps(run: Run, present: list[Phase]) -> dict[Phase, list[_Listed]]:
         through = s.step.through if s.step.through is not None and s.step.through.order > phase.order else None
         whole = s.step.whole and phase is s.step.phase  # (a draft model's load listed in capture measures no capture)
         report = StepReport(name=name, duration_s=s.seconds, rank=s.rank, line=s.line, whole=whole, through=through)
-        began_here = s.step.through is None or phase is s.step.phase
+        first_unseen = s.step.through is not None and s.step.phase not in present and phase.order <= s.step.through.order
+        began_here = s.step.through is None or phase is s.step.phase or first_unseen
         out.setdefault(phase, []).append(_Listed(report, s.ts, s.step.quiet, began_here))
     return out
 
