@@ -264,7 +264,8 @@ def _check_printed(report: Report, lines: list[str], first: int, last: int, foun
 def _candidates(report: Report, kind: str, line: int, rank: str | None) -> list[float]:
     """What in the report may stand for a duration the server printed on ``line``: the phase it measures
     (from it through its last one) and the phase the line lies in: their durations, the rank's stay in
-    them, their steps."""
+    them, their steps; and the step the report took from that line, wherever it lists it (a step over
+    several phases is listed where it starts, which may be before the first one it measures)."""
     _, phase, through = PRINTED[kind]
     covered = _phases_from(report, phase, through)
     lying = [p for p in report.phases if p.first_line is not None and p.first_line <= line <= (p.last_line or line)]
@@ -274,6 +275,7 @@ def _candidates(report: Report, kind: str, line: int, rank: str | None) -> list[
             out.append(p.duration_s)
         out.extend(s.duration_s for s in p.steps)
         out.extend(span.duration_s for r, span in p.ranks.items() if span.duration_s is not None and _same_rank(r, rank))
+    out.extend(s.duration_s for p in report.phases for s in p.steps if s.line == line)
     starts = [t for t in (_when(p.start) for p in covered) if t is not None]
     ends = [t for t in ((_when(p.end) if p.end else _open_end(p)) for p in covered) if t is not None]
     if len(covered) > 1 and starts and ends:

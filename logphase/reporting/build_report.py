@@ -412,7 +412,7 @@ def _phases(run: Run, failure: FailureReport | None, failed_at: str | None) -> l
     present = [phase for phase, spans in gathered.items() if spans.first_lines]
     listed = _listed_steps(run, present)
     out = [_phase_report(run, phase, gathered[phase], failure, failed_at, listed.get(phase, [])) for phase in present]
-    return _quiet_steps_dropped(_steps_inside(out, listed), listed)
+    return _quiet_steps_dropped(_parts_summed(_steps_inside(out, listed), listed), listed)
 
 
 def _gather(run: Run, phase: Phase) -> _PhaseSpans:
@@ -466,14 +466,24 @@ def _phase_report(
 @dataclass
 class _Listed:
     """A step as a phase lists it: the slowest rank's measure, when that rank printed it, and whether
-    it began in this phase: the phase it measures first, or the first of those it runs through that the
-    run shows (V1's init engine where no line said memory_pool: its profiling is capture's first part).
-    Not a measure printed after its rank went on past every phase it covers."""
+    it began in this phase (the phase it measures first, or for a step over several phases whose first
+    the run does not show, the phase before it, where the run was as it began). Not a measure printed
+    after its rank went on past every phase it covers."""
 
     report: StepReport
     ts: str | None
     quiet: bool
     began_here: bool
+    part: bool = False
+
+
+def _in_parts(listed: list[_Listed], duration: float | None) -> bool:
+    """Whether the server measured every part of the phase (two kinds at least: V1's torch.compile and
+    graph capture) and they fit in its stamps' span (a measure repeated over the same time does not)."""
+    parts = [row.report for row in listed if row.part]
+    if len({p.name for p in parts}) < 2 or duration is None:
+        return False
+    return sum(p.duration_s for p in parts) <= duration + STEP_SLACK_S
 
 
 def _listed_steps(run: Run, present: list[Phase]) -> dict[Phase, list[_Listed]]:
@@ -494,19 +504,29 @@ def _listed_steps(run: Run, present: list[Phase]) -> dict[Phase, list[_Listed]]:
         through = s.step.through if s.step.through is not None and s.step.through.order > phase.order else None
         whole = s.step.whole and phase is s.step.phase  # (a draft model's load listed in capture measures no capture)
         report = StepReport(name=name, duration_s=s.seconds, rank=s.rank, line=s.line, whole=whole, through=through)
-        first_unseen = s.step.through is not None and s.step.phase not in present and phase.order <= s.step.through.order
-        began_here = s.step.through is None or phase is s.step.phase or first_unseen
-        out.setdefault(phase, []).append(_Listed(report, s.ts, s.step.quiet, began_here))
+        began_here = s.step.through is None or phase.order <= s.step.phase.order
+        part = s.step.part and phase is s.step.phase
+        out.setdefault(phase, []).append(_Listed(report, s.ts, s.step.quiet, began_here, part))
     return out
 
 
 def _listed_under(seen: StepSeen, present: list[Phase]) -> Phase | None:
-    """Where a step is listed: where it lies. Under the phase it measures (the first of those it runs
-    through that the run shows), unless the rank that printed it was past them (a draft model's weights
-    loaded during capture: a phase is only entered forwards); None when the run shows none of them."""
+    """Where a step is listed: where it lies. Under the phase it measures, unless the rank that printed
+    it was past the phases it covers (a draft model's weights loaded during capture: a phase is only
+    entered forwards). A step over several phases is listed where it starts: under its first phase, or,
+    when the run does not show that one, under the phase before it, which the run was in as the step
+    began (V1's init engine begins its profiling as the model is loaded; its memory_pool lines come
+    after torch.compile, inside capture, and none may show) and ``through`` its last: it stretches no
+    phase. None when the run shows none of them."""
     first, last = seen.step.phase, seen.step.through or seen.step.phase
     if seen.at is not None and seen.at.order > last.order and seen.at in present:
         return seen.at
+    if first in present:
+        return first
+    if seen.step.through is not None and any(first.order < p.order <= last.order for p in present):
+        before = [p for p in present if p.order < first.order]
+        if before:
+            return before[-1]
     covered = next((p for p in present if first.order <= p.order <= last.order), None)
     if covered is not None:
         return covered
@@ -524,6 +544,19 @@ def _steps_inside(phases: list[PhaseReport], listed: dict[Phase, list[_Listed]])
         for row in rows:
             if row.ts is not None and row.began_here and p.start is not None:
                 p = _begun_by(p, _iso_after(row.ts, -row.report.duration_s), rows)
+        out.append(p)
+    return out
+
+
+def _parts_summed(phases: list[PhaseReport], listed: dict[Phase, list[_Listed]]) -> list[PhaseReport]:
+    """A phase the server measured in parts, with another phase's work between them, lasts their sum
+    (V1's capture: torch.compile, then, after the rest of the profiling run and the KV-cache sizing, the
+    graphs); its start and end stay those of its stamps."""
+    out = []
+    for p in phases:
+        rows = listed.get(p.name, [])
+        if _in_parts(rows, p.duration_s):
+            p = p.model_copy(update={"duration_s": round(sum(row.report.duration_s for row in rows if row.part), 3)})
         out.append(p)
     return out
 
