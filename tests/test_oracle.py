@@ -553,3 +553,20 @@ def test_usage_error_from_a_real_process(tmp_path: Path) -> None:
     result = run_process("-m", "logphase", "check", str(tmp_path / "x.log"), "--max", "loading=5")
     err = result.stderr.decode()
     assert result.returncode == 2 and err.startswith("logphase: unknown phase 'loading'") and err.count("\n") == 1
+
+
+def test_max_total_of_a_failure_while_serving_is_the_time_to_ready() -> None:
+    """Said 'failed after 44 s': 44 s is the time to ready; the failure came 10.7 min later."""
+    text = (ROOT / "fixtures" / "logs" / "collective_timeout_serving.log").read_text()
+    result = result_of(text, outcome="failed", max_total=30)
+    total = next(c for c in result.checks if c.check == "max_total")
+    assert (total.ok, total.measured) == (False, 44.0)
+    assert total.message.startswith("max-total: ready after 44 s > allowed 30 s, then failed while serving (lines 1-")
+
+
+def test_max_total_says_why_it_cannot_be_measured() -> None:
+    """A window without its launch has no total (it said 'after 0.0 s'): check says why."""
+    text = (ROOT / "fixtures" / "logs" / "vllm_window_worker_init_failed_0_11.log").read_text()
+    total = next(c for c in result_of(text, outcome="failed", max_total=100).checks if c.check == "max_total")
+    assert not total.ok and total.measured is None
+    assert total.message.startswith("max-total: cannot be measured, no line of the run marks its launch")

@@ -265,9 +265,9 @@ VLLM_CLOCKS: dict[str, Callable[[bytes], bytes]] = {
 
 
 def test_every_vllm_fixture_is_compared_with_its_durations() -> None:
-    """The 12 vLLM fixtures are vLLM's, and the wrapped ones' durations are compared with theirs
+    """The 14 vLLM fixtures are vLLM's, and the wrapped ones' durations are compared with theirs
     (none is timed by another clock than vLLM's own)."""
-    assert len(VLLM_FIXTURES) == 12 and all(plain_report(name).server == "vllm" for name in VLLM_FIXTURES)
+    assert len(VLLM_FIXTURES) == 14 and all(plain_report(name).server == "vllm" for name in VLLM_FIXTURES)
     assert all(timed_by_own_stamps(name) for name in VLLM_FIXTURES)
 
 

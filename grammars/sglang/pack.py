@@ -26,6 +26,7 @@ from logphase.packs.rows import (
     Pack,
     ServerFunction,
     Signature,
+    Step,
     W,
     t,
 )
@@ -67,11 +68,14 @@ _MESSAGES: dict[str, Message] = {
         t(W, BEGIN),
         scheduler=True,
     ),
+    # SGLang's own measures (elapsed=, Time elapsed:): each rank's load and each capture, which the
+    # phase's stamps agree with, listed only where the phase holds more (a draft model's load and capture)
     "weight_load_end": Message(
         "sglang",
         b.weight_load_end,
         t(W, END),
         scheduler=True,
+        step=Step("load_weight", W, quiet=True),
     ),
     "kv_cache_dtype": Message("sglang", b.kv_cache_dtype, t(M, EVIDENCE), scheduler=True),
     "kv_cache_allocated": Message(
@@ -114,6 +118,7 @@ _MESSAGES: dict[str, Message] = {
         b.capture_end,
         t(C, END),
         scheduler=True,
+        step=Step("capture_{graph}", C, quiet=True),
     ),
     "capture_sizes": Message("sglang", b.capture_sizes, t(C, EVIDENCE), scheduler=True),
     "capture_failed": Message("sglang", b.error("capture_failed")),

@@ -90,12 +90,14 @@ _MESSAGES: dict[str, Message] = {
     "memory_profiling_takes": _row(b.timed_note("seconds"), t(M, EVIDENCE), step=Step("memory_profiling", M)),
     "profiling_run_took": _row(b.timed_note("elapsed"), t(M, EVIDENCE), step=Step("profiling_run", M)),
     # -- torch.compile (V1: inside the profiling run) and CUDA graphs -----------------------------
-    "compile_total": _row(b.timed_note("elapsed"), t(C, EVIDENCE), step=Step("torch_compile", C)),
+    # torch.compile runs in the profiling run, the graphs are captured after the KV cache is sized: the
+    # two parts of capture, measured by the server, with memory_pool's work between them
+    "compile_total": _row(b.timed_note("elapsed"), t(C, EVIDENCE), step=Step("torch_compile", C, part=True)),
     "vllm_capture_begin": _row(b.values(ev.CaptureBegin, {"graph": "cuda graph"}), t(C, BEGIN)),
     "capture_finished": _row(
         b.values(ev.CaptureEnd, {"graph": "cuda graph"}, elapsed_s=("capture_secs", number), mem_usage_gb=("gib", gigabytes)),
         t(C, END),
-        step=Step("graph_capture", C, span="Capture model"),
+        step=Step("graph_capture", C, span="Capture model", part=True),
     ),
     # the engine core's last start-up line: profiling, KV cache, compile and capture are done
     # profiling (V1: with torch.compile in it), the KV cache and capture: memory_pool through capture

@@ -180,6 +180,8 @@ class Engine:
         read = self._reader.read(line)
         self._retime()
         self._events.read(read, self._fold)
+        if read.ts is not None and read.env is not None and read.env.server_stamp is not None and not read.ignored:
+            self._machine.note_own_time(read.ts, line.lineno)  # the server's own clock, not a wrapper's
 
     def _retime(self) -> None:
         """At the server's first stamp, the times the wrapper gave the lines before it move
@@ -211,6 +213,9 @@ class _Fold:
 
     def server_line(self, ts: str, lineno: int) -> None:
         self._machine.note_line(ts, lineno)
+
+    def own_time(self, ts: str, lineno: int) -> None:
+        self._machine.note_own_time(ts, lineno)
 
     def notes_wanted(self) -> bool:
         return self._machine.run.ready_line is None

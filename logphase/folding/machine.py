@@ -17,7 +17,7 @@ from logphase.folding.facts import note_facts
 from logphase.folding.runs import Incident, Run, Span, StepSeen, Track, seconds_between
 from logphase.reading.envelope import valid_plain_stamp
 from logphase.recognising.detect import STAMPED_SERVER, Start, server_of_frames, server_of_rule
-from logphase.recognising.messages import SCHEDULER_RULES, evidence_in, step_of, stream_of
+from logphase.recognising.messages import SCHEDULER_RULES, SCHEDULER_SERVERS, evidence_in, step_name, step_of, stream_of
 from logphase.vocabulary import events as ev
 from logphase.vocabulary.phases import MarkerRole, Phase, Transition
 from logphase.vocabulary.servers import Server
@@ -168,7 +168,7 @@ class PhaseMachine:
             return False
         if transition.phase is Phase.LAUNCH:
             return True
-        current = run.tracks.get(self._track_key(event, transition))
+        current = run.tracks.get(self._track_key(run, event, transition))
         return (
             current is not None
             and current.phase is not None
@@ -193,7 +193,7 @@ class PhaseMachine:
             # the server's own launch line: launch begins with it, even after lines of other writers
             # (NCCL's, which can come from anything) that opened a later phase before it
             self._launch_at(run, event)
-        note_facts(run, event, self._default_rank(event) or "main")
+        note_facts(run, event, self._default_rank(event, run.server) or "main")
         self._note_step(run, event)
         if isinstance(event, ev.Shutdown) and run.shutdown_line is None:
             run.shutdown_line = event.line
@@ -221,7 +221,12 @@ class PhaseMachine:
         step = step_of(event)
         seconds = getattr(event, "elapsed_s", None)
         if step is not None and isinstance(seconds, float):
-            run.steps.append(StepSeen(step, event.rank, seconds, event.line))
+            track = run.tracks.get(PhaseMachine._default_rank(event, run.server)) or run.tracks.get(None)
+            at = track.phase if track is not None else None
+            # when it was printed: only a line's own time says (an unstamped 'Model init total -- 71.40s'
+            # inherits the time of the line before, a minute earlier, and would start its phase early)
+            printed = None if event.ts_inherited else event.ts
+            run.steps.append(StepSeen(step, event.rank, seconds, event.line, printed, at, step_name(step, event)))
 
     def _node_part_ready(self, run: Run, event: ev.EventBase, transition: Transition) -> None:
         """This node's part of a multi-node server is up: its ready is its last rank's end."""
@@ -253,7 +258,7 @@ class PhaseMachine:
             # the server failed, a harness's own traceback (its script's KeyError on the missing
             # results) is the harness's, and never takes the root from the server's error
             assessment = assessment._replace(severity=Severity.NOTE)
-        track = run.tracks.get(event.rank) or run.tracks.get(self._default_rank(event))
+        track = run.tracks.get(event.rank) or run.tracks.get(self._default_rank(event, run.server))
         run.incidents.add(Incident(event, assessment, track.phase if track else None))
         if run.first_entry is None and assessment.phase is not None and assessment.severity is not Severity.NOTE:
             # nothing before it named a phase: the run is first seen where the failure struck
@@ -291,7 +296,16 @@ class PhaseMachine:
         run = self.run
         if line >= run.start_line:
             run.extend(ts, ts, line)
+            run.own_time(ts, ts)
             run.seen_stamped = True
+
+    def note_own_time(self, ts: str, line: int) -> None:
+        """Line ``line`` printed ``ts`` in the server's own prefix (read the long way, its events
+        folded): the run it belongs to knows its server's clock reached so far."""
+        run = self.run
+        if line < run.start_line:
+            run = next((r for r in reversed(self.runs) if r.start_line <= line), run)
+        run.own_time(ts, ts)
 
     def note_lines(self, first_ts: str, high_ts: str, last_line: int) -> None:
         """``note_line`` for consecutive such lines at once: the first one's time, the latest
@@ -299,6 +313,7 @@ class PhaseMachine:
         run = self.run
         if last_line >= run.start_line:
             run.extend(first_ts, high_ts, last_line)
+            run.own_time(first_ts, high_ts)
             run.seen_stamped = True
 
     def feed_plain(self, stamps: list[tuple[bytes, bytes]], first_line: int) -> int:
@@ -321,6 +336,7 @@ class PhaseMachine:
         taken, high = self._plain_in_order(run, stamps) if in_order else self._plain_one_by_one(run, stamps)
         if taken and high is not None:
             run.extend(_iso(stamps[0][0]), high, first_line + taken - 1)
+            run.own_time(_iso(stamps[0][0]), high)
             run.server = server
         return taken
 
@@ -356,16 +372,21 @@ class PhaseMachine:
     # -- transitions ----------------------------------------------------------------------------
 
     @staticmethod
-    def _default_rank(event: ev.EventBase) -> str | None:
-        return event.rank if event.rank is not None else ("TP0" if (event.rule or event.kind) in SCHEDULER_RULES else None)
+    def _default_rank(event: ev.EventBase, server: Server | None) -> str | None:
+        """The rank a line is: its tag's; a scheduler's line without one is TP0's (a single GPU), in a
+        run of a server whose schedulers print such lines."""
+        if event.rank is not None:
+            return event.rank
+        scheduler = (event.rule or event.kind) in SCHEDULER_RULES and (server is None or server in SCHEDULER_SERVERS)
+        return "TP0" if scheduler else None
 
-    def _track_key(self, event: ev.EventBase, transition: Transition) -> str | None:
+    def _track_key(self, run: Run, event: ev.EventBase, transition: Transition) -> str | None:
         if transition.server_level:
             return None
-        return self._default_rank(event)
+        return self._default_rank(event, _server(run, event, self.server))
 
     def _apply(self, run: Run, event: ev.EventBase, transition: Transition) -> None:
-        track = run.tracks.setdefault(self._track_key(event, transition), Track())
+        track = run.tracks.setdefault(self._track_key(run, event, transition), Track())
         role = transition.role
         if role is MarkerRole.CLOSE:
             self._close(run, track, event)
@@ -440,7 +461,7 @@ class PhaseMachine:
         from the phase's first entry to this line, is the row's step."""
         step, seconds = step_of(event), seconds_between(track.spans[phase].start, event.ts)
         if step is not None and seconds is not None:
-            run.steps.append(StepSeen(step, event.rank, seconds, event.line))
+            run.steps.append(StepSeen(step, event.rank, seconds, event.line, name=step_name(step, event)))
         track.back_to(phase)
 
     @staticmethod

@@ -19,12 +19,16 @@ from logphase.vocabulary.servers import Server
 
 class StepSeen(NamedTuple):
     """A duration the server printed (a pack row's ``step``): by which rank (None: its own process),
-    how long, on which line."""
+    how long, on which line, when, the phase the printing rank was in then, and the name the report
+    gives it (the step's, its event's values filled in)."""
 
     step: Step
     rank: str | None
     seconds: float
     line: int
+    ts: str | None = None
+    at: Phase | None = None
+    name: str = ""
 
 # The consequences a report lists (the first ones in line order); the run keeps one more, for
 # the case where the root is among them.
@@ -240,6 +244,11 @@ class Run:
     start_line: int
     first_ts: str | None = None
     last_ts: str | None = None
+    # the earliest and the latest time the server's own prefix printed on the run's lines (a wrapper's
+    # time, a time inherited from the line before, PyTorch's glog stamp are not the server's clock):
+    # the total start-up time lies within them (build_report._total)
+    own_first_ts: str | None = None
+    own_last_ts: str | None = None
     clock_by_writer: dict[str | None, str] = field(default_factory=dict)
     tracks: dict[str | None, Track] = field(default_factory=dict)
     server_args: dict[str, Any] | None = None
@@ -291,6 +300,8 @@ class Run:
             return None if ts is None else moved(ts)
 
         self.first_ts, self.last_ts, self.ready_ts = move(self.first_ts), move(self.last_ts), move(self.ready_ts)
+        self.own_first_ts, self.own_last_ts = move(self.own_first_ts), move(self.own_last_ts)
+        self.steps = [seen._replace(ts=move(seen.ts)) for seen in self.steps]
         self.clock_by_writer = {writer: moved(ts) for writer, ts in self.clock_by_writer.items()}
         for track in self.tracks.values():
             for span in track.spans.values():
@@ -312,6 +323,13 @@ class Run:
         if any(mine.get(key) != args.get(key) for key in ("model_path", "nnodes", "tp_size", "dist_init_addr")):
             return False
         return args.get("node_rank") not in self.node_ranks
+
+    def own_time(self, first_ts: str, high_ts: str) -> None:
+        """Lines of the run whose own prefix printed times from ``first_ts`` up to ``high_ts``."""
+        if self.own_first_ts is None or first_ts < self.own_first_ts:
+            self.own_first_ts = first_ts
+        if self.own_last_ts is None or high_ts > self.own_last_ts:
+            self.own_last_ts = high_ts
 
     def extend(self, first_ts: str | None, last_ts: str | None, last_line: int) -> None:
         """Lines up to ``last_line`` belong to the run; their times run from ``first_ts`` to ``last_ts``."""

@@ -66,6 +66,13 @@ class Step(NamedTuple):
     # the name of the server's own trace span for the same step (vLLM's OpenTelemetry spans), so that a
     # start-up trace logphase sends names it as the server does (faces/fleet/otlp.py); None: it has none
     span: str | None = None
+    # listed only where the phase holds more than it (other steps, more time): a measure the server
+    # prints of every capture or load, which its phase's stamps agree with but for a draft model's
+    quiet: bool = False
+    # one of the parts the server measures a phase in, with other work between them that its lines
+    # show inside the phase (V1's capture: torch.compile in the profiling run, then the graphs, with the
+    # rest of the profiling and the KV-cache sizing between): the phase lasts the sum of its parts
+    part: bool = False
 
 
 @dataclass(frozen=True)

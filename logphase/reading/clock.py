@@ -95,6 +95,9 @@ class LogClock:
         self._date: tuple[int, int, int] | None = None  # the date of the server's last stamp
         self._time_of_day: str | None = None  # the time of day of the server's last stamp
         self._day_shown = False  # a stamp of the server's printed its date (month and day)
+        # times of day were given before any stamp showed a date: on 0001-01-01 (and the days after
+        # it, past midnight), until a date comes (``_settle_undated``)
+        self._undated = False
         # a year was guessed for times that print none, and no stamp of the server's printed one
         # since: the year and month of the last date given a guessed year
         self._guessed: tuple[int, int] | None = None
@@ -118,6 +121,8 @@ class LogClock:
             if stamp.day > calendar.monthrange(year, stamp.month)[1]:
                 return None
             return f"{year:04d}-{stamp.month:02d}-{stamp.day:02d}T{stamp.time}"
+        if self._date is None:
+            self._undated = True
         y, m, d = self._date or (1, 1, 1)
         day = datetime(y, m, d)
         if self._time_of_day is not None and _seconds(self._time_of_day) - _seconds(stamp.time) > _HALF_DAY_S:
@@ -128,8 +133,23 @@ class LogClock:
     def _on_date(self, stamp: Stamp) -> str:
         """A stamp with its whole date (printed, or its year filled in): the server's date now."""
         assert stamp.year is not None and stamp.month is not None and stamp.day is not None
+        self._settle_undated((stamp.year, stamp.month, stamp.day), stamp.time)
         self._date, self._time_of_day, self._day_shown = (stamp.year, stamp.month, stamp.day), stamp.time, True
         return f"{stamp.year:04d}-{stamp.month:02d}-{stamp.day:02d}T{stamp.time}"
+
+    def _settle_undated(self, day: tuple[int, int, int], clock: str) -> None:
+        """A stamp shows its date (``day``, at ``clock``) after times of day were given without one (a
+        harness's ``[01:59:05]`` lines, SGLang's time-only prefix, before its first dated stamp): they move
+        onto that date, or the day before when their last time of day is later than this one's by more
+        than half a day (midnight passed between), not 2025 years before it."""
+        if not self._undated or self._date is None or self._time_of_day is None:
+            return
+        self._undated = False
+        target = datetime(*day)
+        if _seconds(self._time_of_day) - _seconds(clock) > _HALF_DAY_S:
+            target -= timedelta(days=1)
+        last = datetime(*self._date)
+        self._retimings.append(functools.partial(_undated_moved, last=last, days=(target - last).days))
 
     def note_server_time(self, ts: str) -> None:
         """The server printed ``ts``, its whole date (a line read in bulk, without :meth:`of`)."""
@@ -199,6 +219,7 @@ class LogClock:
         guess = _shifted(_parse(wrapper), self._zone_s or 0) if wrapper is not None else None
         ts = _nearest_day(guess, stamp.time) if guess is not None else None
         if ts is not None and wrapper is not None and self._same_clock(ts, wrapper):
+            self._settle_undated((int(ts[:4]), int(ts[5:7]), int(ts[8:10])), stamp.time)
             self._date, self._time_of_day = (int(ts[:4]), int(ts[5:7]), int(ts[8:10])), stamp.time
             return ts
         return self._resolved(stamp)
@@ -350,6 +371,16 @@ def _years_on(at: datetime, years: int) -> datetime | None:
     if not 1 <= year <= 9999:
         return None
     return _same_date_in(at, year) or at.replace(year=year, day=28)
+
+
+def _undated_moved(ts: str, last: datetime, days: int) -> str:
+    """A time given on 0001-01-01 or a day after it up to ``last`` (times of day before any date was
+    shown), ``days`` later: on the date the server's stamps then showed."""
+    at = _parse(ts)
+    if at > last + timedelta(days=1) or at.year != 1:
+        return ts
+    moved = _shifted(at, days * 86400.0)
+    return ts if moved is None else _iso(moved, at.microsecond != 0)
 
 
 def _years_moved(ts: str, years: int) -> str:

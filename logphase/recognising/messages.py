@@ -25,6 +25,7 @@ from logphase.vocabulary.phases import MarkerRole, Phase, Transition
 __all__ = [
     "MESSAGES",
     "SCHEDULER_RULES",
+    "SCHEDULER_SERVERS",
     "Message",
     "bar_evidence",
     "evidence_in",
@@ -47,6 +48,10 @@ def _combined() -> dict[str, Message]:
 
 MESSAGES: dict[str, Message] = _combined()
 SCHEDULER_RULES = frozenset(rule for rule, m in MESSAGES.items() if m.scheduler) | {SCHEDULER_NOTE}
+# the servers whose schedulers print such lines (a single GPU's without a rank tag: TP0's); in a run of
+# another server (vLLM: no row is a scheduler's), a scheduler's line of a catalogue it shares code with
+# is its own process's, no rank's
+SCHEDULER_SERVERS = frozenset(pack.name for pack in PACKS if any(m.scheduler for m in pack.messages.values()))
 _MEANINGS: dict[str, dict[str, Transition]] = {pack.name: dict(pack.meanings) for pack in PACKS if pack.meanings}
 
 # -- evidence that depends on the line --------------------------------------------------------------
@@ -121,6 +126,18 @@ def step_of(event: ev.EventBase) -> Step | None:
     """The step whose duration the event's line prints (its ``elapsed_s``), when its row says one."""
     message = MESSAGES.get(event.rule or event.kind)
     return None if message is None else message.step
+
+
+def step_name(step: Step, event: ev.EventBase) -> str:
+    """The name the report gives a step the event's line prints: the step's, each ``{field}`` in it the
+    event's value in lower case, spaces as underscores (SGLang's 'capture_{graph}': 'capture_draft_cuda_graph')."""
+    if "{" not in step.name:
+        return step.name
+    values = {name: getattr(event, name, None) for name in _FIELD.findall(step.name)}
+    return step.name.format(**{name: str(value or "").strip().lower().replace(" ", "_") for name, value in values.items()})
+
+
+_FIELD = re.compile(r"\{(\w+)\}")
 
 
 def stream_of(event: ev.EventBase) -> str | None:

@@ -54,6 +54,9 @@ class EventSink(Protocol):
     def server_line(self, ts: str, lineno: int) -> None:
         """A line with the server's own prefix and time that no grammar knows."""
 
+    def own_time(self, ts: str, lineno: int) -> None:
+        """A time the server's process printed inside a message (PyTorch's glog stamp): its own clock."""
+
     def notes_wanted(self) -> bool:
         """Whether a line no grammar reads may be a release's start-up note now (until the run is
         ready: after that it could tell nothing)."""
@@ -197,9 +200,10 @@ class EventReader:
         self.counts.events += 1
         if isinstance(found, ev.PythonWarning):
             self.warning_tail = WARNING_TAIL_LINES
-        if ts is None:
-            self._own_time(found, env, line.lineno)
+        own = self._own_time(found, env, line.lineno) if ts is None else None
         sink.event(found)
+        if own is not None:
+            sink.own_time(own, line.lineno)
 
     def _unrecognized(self, line: LogicalLine, env: Envelope, ts: str | None, sink: EventSink) -> None:
         if env.stamped and ts is not None:
@@ -210,22 +214,23 @@ class EventReader:
         if self.on_unrecognized is not None:
             self.on_unrecognized(line)
 
-    def _own_time(self, event: ev.EventBase, env: Envelope, line: int) -> None:
+    def _own_time(self, event: ev.EventBase, env: Envelope, line: int) -> str | None:
         """A line no wrapper or server prefix dates may carry its own time: PyTorch's glog stamp
         ('[E130 18:11:34.707542570 ProcessGroupGloo.cpp:143]', 'W0529 14:02:24.102000 90211 ...'), or the
         same stamp of another program that logs with glog, whose lines a server's grammar reads (an
-        inference server's own start-up lines)."""
+        inference server's own start-up lines). Returns it (None: none)."""
         if event.rule not in MESSAGES:
-            return
+            return None
         m = _GLOG_TIME.match(env.message)
         if m is None:
-            return
+            return None
         month_day, clock = m.group(1)[1:].split(" ", 1)  # after the level letter
         stamp = Stamp(None, int(month_day[:-2]), int(month_day[-2:]), clock[:15])
         ts = self._reader.date_own_stamp(stamp, m.group(0).lstrip("["), line)
         if ts is not None:  # month 13: text, the time stays inherited
             event.ts = ts
             event.ts_inherited = False
+        return ts
 
     def _visibly_cut(self, env: Envelope, info: LineInfo) -> bool:
         """Whether the last line, which the input ended without its newline, shows that it was cut:

@@ -32,6 +32,7 @@ from logphase.reporting.report import (
     RankSpan,
     Report,
     StepReport,
+    TotalUnknown,
     UnaccountedReport,
     WarningReport,
     rank_sort_key,
@@ -80,6 +81,7 @@ def build_report(
     warnings = _warnings(machine, run, pack, expect or {}, truncated_line if is_last else None, input_complete or not is_last)
     warnings.extend(_input_warnings(lines, since, pack))
     phases = _phases(run, failure, failed_at)
+    total, unknown = _total(run, end_ts, phases, outcome)
     return Report(
         source=source,
         server=server,
@@ -88,7 +90,8 @@ def build_report(
         phase=phase,
         phases=phases,
         unaccounted=_unaccounted(phases, None if ready else end_ts, run, failure),
-        total_startup_s=None if run.partial else _total(run, end_ts, phases, outcome),
+        total_startup_s=total,
+        total_unknown=unknown,
         ranks=ranks,
         ready_at=run.ready_ts if saw_ready else None,
         ready_line=run.ready_line if saw_ready else None,
@@ -151,16 +154,68 @@ def _memory(run: Run) -> MemoryReport:
     )
 
 
-def _total(run: Run, end_ts: str | None, phases: list[PhaseReport], outcome: Outcome) -> float | None:
+def _total(
+    run: Run, end_ts: str | None, phases: list[PhaseReport], outcome: Outcome
+) -> tuple[float | None, TotalUnknown | None]:
     """From the run's first time to ready, the failure, or (still starting) the latest it knows of:
-    the last time printed, or the open phase's start plus its bar's own clock."""
-    total = duration_between(run.first_ts, end_ts)
+    the last time printed, or the open phase's start plus its bar's own clock. The server's time: from
+    its own first stamp at the earliest, to its last one or as far as a progress bar's own clock
+    counted at the latest (a wrapper's or an inherited time reaches no further; a server that prints
+    no stamp of its own has the one clock its lines carry). Null, and why, when the log does not show
+    the run's launch or no time at all."""
+    if run.partial:
+        return None, "partial_log"
+    if not run.launch_marked:
+        # nothing marks when the run began (its arguments dump, the server's launch line): the first
+        # line of a window, a crash at import, is no launch, and its time since then no total
+        return None, "no_launch"
+    start, ceiling = _clock_span(run)
+    if start is None or ceiling is None:
+        return None, "no_time"
+    total = duration_between(start, min(end_ts or ceiling, ceiling))
     if outcome == "starting":
+        reach = seconds_between(start, ceiling) or 0.0
         for p in phases:
-            since = seconds_between(run.first_ts, p.start)
+            since = seconds_between(start, p.start)
             if p.end is None and p.progress is not None and since is not None and p.duration_s is not None:
-                total = max(total or 0.0, since + p.duration_s)
-    return total
+                total = max(total or 0.0, min(since + p.duration_s, reach))
+    return total, None
+
+
+def _clock_span(run: Run) -> tuple[str | None, str | None]:
+    """The span of the run's clock: its server's own stamps' (to what a bar counted past them), else, for
+    a server that prints none, the times its lines carry."""
+    if run.own_first_ts is None or run.own_last_ts is None:
+        return run.first_ts, run.last_ts
+    start = max(run.first_ts or run.own_first_ts, run.own_first_ts)
+    return start, max(run.own_last_ts, _bar_clock(run) or run.own_last_ts)
+
+
+def _bar_clock(run: Run) -> str | None:
+    """How far the progress bars' own clocks reach: the start of a bar's phase plus the time the bar
+    counted (a silent phase, one stamp in minutes, is timed by its bar)."""
+    counted = [_counted(run, phase, bar.elapsed_s) for phase, bar in run.bars.items() if bar.elapsed_s is not None]
+    known = [c for c in counted if c is not None]
+    return max(known) if known else None
+
+
+def _counted(run: Run, phase: Phase, seconds: float) -> str | None:
+    """``seconds`` after the earliest start of ``phase`` on any track."""
+    starts = [t.spans[phase].start for t in run.tracks.values() if phase in t.spans and t.spans[phase].start]
+    if not starts:
+        return None
+    return _iso_after(min(s for s in starts if s), seconds)
+
+
+def _second_of(ts: str) -> str:
+    """A time to the nearest whole second, as the servers stamp it."""
+    at = datetime.fromisoformat(ts)
+    return (at + timedelta(microseconds=500_000)).replace(microsecond=0).isoformat()
+
+
+def _iso_after(ts: str, seconds: float) -> str:
+    at = datetime.fromisoformat(ts) + timedelta(seconds=seconds)
+    return at.isoformat(timespec="microseconds" if at.microsecond else "seconds")
 
 
 def failure_ts(run: Run) -> str | None:
@@ -173,13 +228,11 @@ def failure_ts(run: Run) -> str | None:
         return ts
     phase = run.furthest_phase()
     bar = run.bars.get(phase) if phase is not None else None
-    if bar is None or bar.elapsed_s is None or bar.line > root.event.line:
+    if phase is None or bar is None or bar.elapsed_s is None or bar.line > root.event.line:
         return ts
-    starts = [t.spans[phase].start for t in run.tracks.values() if phase in t.spans and t.spans[phase].start]
-    if not starts:
+    later = _counted(run, phase, bar.elapsed_s)
+    if later is None:
         return ts
-    counted = datetime.fromisoformat(min(s for s in starts if s)) + timedelta(seconds=bar.elapsed_s)
-    later = counted.isoformat(timespec="microseconds" if counted.microsecond else "seconds")
     return later if ts is None or later > ts else ts
 
 
@@ -310,6 +363,11 @@ _SEVERITY_WORD: dict[Severity, Literal["root", "unstated", "echo"]] = {
 }
 
 
+# a step that began this much before the phase that lists it moves the phase's start (less is the
+# stamps' whole second); a quiet step agrees with its phase within this, or this share of it
+STEP_SLACK_S = 1.0
+STEP_SHARE = 0.03
+
 # the phases only the schedulers (the ranks) work in
 _SCHEDULER_PHASES = (Phase.DISTRIBUTED_INIT, Phase.WEIGHT_LOADING, Phase.MEMORY_POOL, Phase.CUDA_GRAPH_CAPTURE)
 
@@ -379,12 +437,11 @@ class _PhaseSpans:
 
 
 def _phases(run: Run, failure: FailureReport | None, failed_at: str | None) -> list[PhaseReport]:
-    out: list[PhaseReport] = []
-    for phase in PHASE_ORDER:
-        spans = _gather(run, phase)
-        if spans.first_lines:
-            out.append(_phase_report(run, phase, spans, failure, failed_at))
-    return out
+    gathered = {phase: _gather(run, phase) for phase in PHASE_ORDER}
+    present = [phase for phase, spans in gathered.items() if spans.first_lines]
+    listed = _listed_steps(run, present)
+    out = [_phase_report(run, phase, gathered[phase], failure, failed_at, listed.get(phase, [])) for phase in present]
+    return _quiet_steps_dropped(_parts_summed(_steps_inside(out, listed), listed), listed)
 
 
 def _gather(run: Run, phase: Phase) -> _PhaseSpans:
@@ -403,7 +460,7 @@ def _gather(run: Run, phase: Phase) -> _PhaseSpans:
 
 
 def _phase_report(
-    run: Run, phase: Phase, spans: _PhaseSpans, failure: FailureReport | None, failed_at: str | None
+    run: Run, phase: Phase, spans: _PhaseSpans, failure: FailureReport | None, failed_at: str | None, listed: list[_Listed]
 ) -> PhaseReport:
     start, end, last_line = spans.edges(failure, failed_at)
     if phase is Phase.LAUNCH:
@@ -416,9 +473,8 @@ def _phase_report(
     if bar is not None and end is None and bar.elapsed_s is not None and (duration is None or bar.elapsed_s > duration):
         # a silent phase: its bar has been counting while no line carried a time
         duration = bar.elapsed_s
-    steps = _steps(run, phase)
-    whole = [s for s in steps if s.whole]
-    if whole:
+    whole = [row.report for row in listed if row.report.whole]
+    if len(whole) == 1:
         # the server measured the whole phase, finer than its stamps' whole seconds
         duration = whole[0].duration_s
         _rank_measures(spans.ranks, run, phase)
@@ -432,28 +488,142 @@ def _phase_report(
         lower_bound=any(phase in t.spans and t.spans[phase].lower_bound for t in run.tracks.values()),
         progress=_progress(bar) if bar is not None else None,
         ranks=dict(sorted(spans.ranks.items(), key=lambda kv: rank_sort_key(kv[0]))),
-        steps=steps,
+        steps=[row.report for row in listed],
     )
 
 
-def _steps(run: Run, phase: Phase) -> list[StepReport]:
-    """The durations the server printed within the phase, one per step: the slowest rank's, in the
-    order the steps were first printed."""
-    slowest: dict[str, StepSeen] = {}
+@dataclass
+class _Listed:
+    """A step as a phase lists it: the slowest rank's measure, when that rank printed it, and whether
+    it began in this phase (the phase it measures first, or for a step over several phases whose first
+    the run does not show, the phase before it, where the run was as it began). Not a measure printed
+    after its rank went on past every phase it covers."""
+
+    report: StepReport
+    ts: str | None
+    quiet: bool
+    began_here: bool
+    part: bool = False
+
+
+def _in_parts(listed: list[_Listed], duration: float | None) -> bool:
+    """Whether the server measured every part of the phase (two kinds at least: V1's torch.compile and
+    graph capture) and they fit in its stamps' span (a measure repeated over the same time does not)."""
+    parts = [row.report for row in listed if row.part]
+    if len({p.name for p in parts}) < 2 or duration is None:
+        return False
+    return sum(p.duration_s for p in parts) <= duration + STEP_SLACK_S
+
+
+def _listed_steps(run: Run, present: list[Phase]) -> dict[Phase, list[_Listed]]:
+    """The durations the server printed, under the phase each lies in: one row per step and per
+    measure of it (a rank's second 'Loading weights took', a draft model's, is a measure of its own),
+    the slowest rank's, in the order they were first printed."""
+    times: dict[tuple[str, str | None], int] = {}
+    groups: dict[tuple[Phase, str, int], list[StepSeen]] = {}
     for seen in run.steps:
-        if seen.step.phase is phase:
-            kept = slowest.get(seen.step.name)
-            if kept is None or seen.seconds > kept.seconds:
-                slowest[seen.step.name] = seen
-    first_line: dict[str, int] = {}
-    for seen in run.steps:
-        first_line.setdefault(seen.step.name, seen.line)
-    return [
-        StepReport(
-            name=s.step.name, duration_s=s.seconds, rank=s.rank, line=s.line, whole=s.step.whole, through=s.step.through
-        )
-        for s in sorted(slowest.values(), key=lambda s: first_line[s.step.name])
-    ]
+        phase = _listed_under(seen, present)
+        if phase is None:
+            continue
+        nth = times[seen.name, seen.rank] = times.get((seen.name, seen.rank), 0) + 1
+        groups.setdefault((phase, seen.name, nth), []).append(seen)
+    out: dict[Phase, list[_Listed]] = {}
+    for (phase, name, _), measures in groups.items():
+        s = max(measures, key=lambda m: m.seconds)
+        through = s.step.through if s.step.through is not None and s.step.through.order > phase.order else None
+        whole = s.step.whole and phase is s.step.phase  # (a draft model's load listed in capture measures no capture)
+        report = StepReport(name=name, duration_s=s.seconds, rank=s.rank, line=s.line, whole=whole, through=through)
+        began_here = s.step.through is None or phase.order <= s.step.phase.order
+        part = s.step.part and phase is s.step.phase
+        out.setdefault(phase, []).append(_Listed(report, s.ts, s.step.quiet, began_here, part))
+    return out
+
+
+def _listed_under(seen: StepSeen, present: list[Phase]) -> Phase | None:
+    """Where a step is listed: where it lies. Under the phase it measures, unless the rank that printed
+    it was past the phases it covers (a draft model's weights loaded during capture: a phase is only
+    entered forwards). A step over several phases is listed where it starts: under its first phase, or,
+    when the run does not show that one, under the phase before it, which the run was in as the step
+    began (V1's init engine begins its profiling as the model is loaded; its memory_pool lines come
+    after torch.compile, inside capture, and none may show) and ``through`` its last: it stretches no
+    phase. None when the run shows none of them."""
+    first, last = seen.step.phase, seen.step.through or seen.step.phase
+    if seen.at is not None and seen.at.order > last.order and seen.at in present:
+        return seen.at
+    if first in present:
+        return first
+    if seen.step.through is not None and any(first.order < p.order <= last.order for p in present):
+        before = [p for p in present if p.order < first.order]
+        if before:
+            return before[-1]
+    covered = next((p for p in present if first.order <= p.order <= last.order), None)
+    if covered is not None:
+        return covered
+    return seen.at if seen.at in present else None
+
+
+def _steps_inside(phases: list[PhaseReport], listed: dict[Phase, list[_Listed]]) -> list[PhaseReport]:
+    """Each step lies inside the phase that lists it: a step that began before it (its line's time less
+    its duration) moves the phase's start back to its own (V1's torch.compile starts as the model is
+    loaded, seconds before its first line; its init engine's profiling before any line of memory_pool).
+    Within the stamps' second, nothing moves."""
+    out = []
+    for p in phases:
+        rows = listed.get(p.name, [])
+        for row in rows:
+            if row.ts is not None and row.began_here and p.start is not None:
+                p = _begun_by(p, _iso_after(row.ts, -row.report.duration_s), rows)
+            elif row.ts is None and row.began_here and p.duration_s is not None and p.duration_s < row.report.duration_s:
+                # printed on a line with no time of its own (TensorRT-LLM's C++ logger): when is not
+                # known, only that the phase lasted the step at least; its start and end stay its stamps'
+                p = p.model_copy(update={"duration_s": row.report.duration_s})
+        out.append(p)
+    return out
+
+
+def _parts_summed(phases: list[PhaseReport], listed: dict[Phase, list[_Listed]]) -> list[PhaseReport]:
+    """A phase the server measured in parts, with another phase's work between them, lasts their sum
+    (V1's capture: torch.compile, then, after the rest of the profiling run and the KV-cache sizing, the
+    graphs); its start and end stay those of its stamps."""
+    out = []
+    for p in phases:
+        rows = listed.get(p.name, [])
+        if _in_parts(rows, p.duration_s):
+            p = p.model_copy(update={"duration_s": round(sum(row.report.duration_s for row in rows if row.part), 3)})
+        out.append(p)
+    return out
+
+
+def _begun_by(phase: PhaseReport, began: str, rows: list[_Listed]) -> PhaseReport:
+    """``phase``, begun by ``began`` at the latest (to the nearest second), when that is more than the
+    stamps' second before its start; its duration grows as much, unless the server measured it whole."""
+    ahead = seconds_between(began, phase.start)
+    if ahead is None or ahead <= STEP_SLACK_S:
+        return phase
+    start = _second_of(began)
+    moved = seconds_between(start, phase.start) or 0.0
+    whole = any(row.report.whole for row in rows)
+    duration = phase.duration_s if whole or phase.duration_s is None else round(phase.duration_s + moved, 3)
+    return phase.model_copy(update={"start": start, "duration_s": duration})
+
+
+def _quiet_steps_dropped(phases: list[PhaseReport], listed: dict[Phase, list[_Listed]]) -> list[PhaseReport]:
+    """A quiet step (SGLang's own measure of each capture and weight load) is listed only where the
+    phase holds more than it: other steps, or more time than it took (the phase agrees with it
+    otherwise, and the row would repeat its duration)."""
+    out = []
+    for p in phases:
+        rows = listed.get(p.name, [])
+        if len(rows) == 1 and rows[0].quiet and p.duration_s is not None and _agree(p.duration_s, rows[0].report.duration_s):
+            p = p.model_copy(update={"steps": []})
+        out.append(p)
+    return out
+
+
+def _agree(a: float, b: float) -> bool:
+    """Two durations of one thing, one measured by the server and one from its stamps: within the
+    stamps' second, or 3 % of a long one."""
+    return abs(a - b) <= max(STEP_SLACK_S, STEP_SHARE * max(a, b))
 
 
 def _rank_measures(ranks: dict[str, RankSpan], run: Run, phase: Phase) -> None:
@@ -462,8 +632,6 @@ def _rank_measures(ranks: dict[str, RankSpan], run: Run, phase: Phase) -> None:
         span = ranks.get(seen.rank or "")
         if seen.step.phase is phase and seen.step.whole and span is not None:
             ranks[seen.rank or ""] = span.model_copy(update={"duration_s": seen.seconds})
-
-
 def _first_work(run: Run) -> tuple[str, int] | None:
     """When and where the first phase after launch began, on any track."""
     later = [
@@ -493,14 +661,15 @@ def _unaccounted(
     out = gaps_between(phases)
     last = phases[-1] if phases else None
     if last is not None and last.end is not None and end_ts is not None:
-        gap = seconds_between(last.end, end_ts)
+        start = _uncovered_from(last.end, phases)
+        gap = seconds_between(start, end_ts)
         if gap is not None and gap > UNACCOUNTED_MIN_S:
             until_line = failure.line if failure is not None else (run.last_line or None)
             out.append(
                 UnaccountedReport(
                     after=last.name,
                     before=None,
-                    start=last.end,
+                    start=start,
                     end=end_ts,
                     duration_s=gap,
                     first_line=last.last_line,
@@ -511,18 +680,20 @@ def _unaccounted(
 
 
 def gaps_between(phases: list[PhaseReport]) -> list[UnaccountedReport]:
-    """Stretches after a phase ended and before the next one began."""
+    """Stretches after a phase ended and before the next one began, that no other phase covers (V1's
+    torch.compile, capture evidence, runs before the KV cache is sized)."""
     out: list[UnaccountedReport] = []
     for earlier, later in itertools.pairwise(phases):
         if earlier.end is None or later.start is None:
             continue
-        gap = seconds_between(earlier.end, later.start)
+        start = _uncovered_from(earlier.end, phases)
+        gap = seconds_between(start, later.start)
         if gap is not None and gap > UNACCOUNTED_MIN_S:
             out.append(
                 UnaccountedReport(
                     after=earlier.name,
                     before=later.name,
-                    start=earlier.end,
+                    start=start,
                     end=later.start,
                     duration_s=gap,
                     first_line=earlier.last_line,
@@ -530,6 +701,19 @@ def gaps_between(phases: list[PhaseReport]) -> list[UnaccountedReport]:
                 )
             )
     return out
+
+
+def _uncovered_from(ts: str, phases: list[PhaseReport]) -> str:
+    """The first time from ``ts`` on that no phase covers (``ts`` itself, unless a phase that began by
+    then was still going: then its end, and so on)."""
+    moved = True
+    while moved:
+        moved = False
+        for p in phases:
+            end = p.end or (_iso_after(p.start, p.duration_s) if p.start is not None and p.duration_s is not None else None)
+            if p.start is not None and end is not None and p.start <= ts < end:
+                ts, moved = end, True
+    return ts
 
 
 def _config(run: Run) -> dict[str, Any]:

@@ -37,6 +37,7 @@ from logphase.reporting.report import (
     RankSpan,
     Report,
     ShownName,
+    TotalUnknown,
     rank_sort_key,
 )
 from logphase.vocabulary.causes import WAITED_ON_PEERS, Cause
@@ -263,6 +264,15 @@ def _qualified_ranks(members: list[Report], names: list[str]) -> list[dict[str, 
     return [{rank: f"{n} {rank}" if collide else rank for rank in r.ranks} for r, n in zip(members, names, strict=True)]
 
 
+def _total_unknown(members: list[Report], timed: bool) -> TotalUnknown | None:
+    """Why the nodes' total cannot be told: a node's (one that finished without a total of its own),
+    else no phase with a time; None when it can."""
+    for r in members:
+        if r.total_startup_s is None and r.outcome != "starting":
+            return r.total_unknown or "partial_log"  # (a report saved before the reason was kept)
+    return None if timed else "no_time"
+
+
 def _combined(
     members: list[Report], names: list[str], shifts: list[float], qualified: list[dict[str, str]], rank_nodes: dict[str, str]
 ) -> Report:
@@ -274,7 +284,7 @@ def _combined(
     phase = failure.phase if failure is not None else max((p.name for p in phases), key=lambda p: p.order, default=None)
     end = _end_time(members, shifts, outcome, failure)
     starts = [p.start for p in phases if p.start is not None]
-    partial = any(r.total_startup_s is None and r.outcome != "starting" for r in members)
+    unknown = _total_unknown(members, bool(starts))
     return Report(
         source=" + ".join(r.source for r in members),
         server=_first_known(r.server for r in members),  # the members' (logs of two servers are never grouped)
@@ -283,7 +293,8 @@ def _combined(
         phase=phase,
         phases=phases,
         unaccounted=gaps_between(phases),
-        total_startup_s=None if partial or not starts else duration_between(min(starts), end),
+        total_startup_s=None if unknown is not None else duration_between(min(starts), end),
+        total_unknown=unknown,
         ranks=sorted(rank_nodes, key=rank_sort_key),
         runs=max(r.runs for r in members),
         run=leader.run,

@@ -28,6 +28,8 @@ Outcome = Literal["ready", "failed", "starting"]
 # a file's name as every output shows it: bytes that are not UTF-8 and control characters escaped
 # (vocabulary/names.py), also in a saved report read back, so that no face writes them raw
 ShownName = Annotated[str, AfterValidator(shown_name)]
+# why a report gives no total start-up time (Report.total_unknown)
+TotalUnknown = Literal["partial_log", "no_launch", "no_time"]
 
 # the settings people look at first (text summary, timeline); the report's config has them all
 CONFIG_KEYS = (
@@ -83,11 +85,13 @@ class ProgressReport(BaseModel):
 
 class StepReport(BaseModel):
     """A duration the server measured and printed itself (vLLM's 'Loading weights took 2.63
-    seconds', 'torch.compile takes 25.17 s in total'): finer than its stamps' whole seconds."""
+    seconds', 'torch.compile takes 25.17 s in total'): finer than its stamps' whole seconds. Listed
+    under the phase it lies in; each rank's n-th measure of a step is one row."""
 
     name: str = Field(
-        description="what was measured: loading_weights, model_loading, memory_profiling, profiling_run, "
-        "torch_compile, graph_capture, init_engine"
+        description="what was measured: vLLM's loading_weights, model_loading, memory_profiling, profiling_run, "
+        "torch_compile, graph_capture, init_engine; SGLang's load_weight and capture_<graph> (capture_cuda_graph, "
+        "capture_draft_extend_cuda_graph ...), listed only where the phase holds more than that one measure"
     )
     duration_s: float = Field(description="as the server printed it; of the slowest rank when several ranks printed it")
     rank: str | None = Field(description="the rank that printed it (the slowest); null: the server's own process")
@@ -122,13 +126,13 @@ class PhaseReport(BaseModel):
     ranks: dict[str, RankSpan] = Field(default_factory=dict, description="per rank tag, as printed")
     steps: list[StepReport] = Field(
         default_factory=list,
-        description="the durations the server measured itself within the phase, in line order (vLLM prints them; "
-        "absent when the server printed none, as SGLang)",
+        description="the durations the server measured itself within the phase, in line order (the phase starts no "
+        "later than each began); absent when there are none",
     )
 
     @model_serializer(mode="wrap")
     def _steps_when_printed(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """No steps key for a server that prints none: SGLang's reports stay as they were."""
+        """No steps key for a phase without steps: reports without them stay as they were."""
         data: dict[str, Any] = handler(self)
         if not self.steps:
             data.pop("steps", None)
@@ -295,7 +299,13 @@ class Report(BaseModel):
     )
     total_startup_s: float | None = Field(
         description="first timestamp of the run to ready (or to the failure, or to the last timestamp while starting); "
-        "null when the log starts after the launch (partial_log)"
+        "null when it cannot be told: total_unknown says why"
+    )
+    total_unknown: TotalUnknown | None = Field(
+        default=None,
+        description="why total_startup_s is null: partial_log (the log starts after the run's launch), no_launch (no "
+        "line of the run marks its launch: its arguments dump or the server's launch line; the start-up may have begun "
+        "long before the log's first line), no_time (no line of the run carries a time); null when the total is given",
     )
     ranks: list[str] = Field(description="rank tags as printed; a single-GPU server's scheduler is TP0")
     ready_at: str | None = Field(
@@ -320,6 +330,15 @@ class Report(BaseModel):
         description="the log's stamps print no year and none of its stamps gave one: the year taken for them, and "
         "from where; null when the stamps carry their year (SGLang's) or none was inferred (the times then show year 1)",
     )
+
+    @model_serializer(mode="wrap")
+    def _reason_when_unknown(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """No total_unknown key while the total is given: a report with its total reads as it did
+        before the key was added (schema_version 2, an optional field)."""
+        data: dict[str, Any] = handler(self)
+        if self.total_unknown is None:
+            data.pop("total_unknown", None)
+        return data
 
 
 def resolve_rank(name: str | None, ranks: Iterable[str]) -> str | None:

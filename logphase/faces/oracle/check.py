@@ -189,11 +189,16 @@ def _check_total(report: Report, allowed: float) -> CheckItem:
             allowed=allowed,
             line=a,
             end_line=b,
-            message=f"max-total: cannot be measured, the log carries no timestamps{_paren(_lines(a, b))}",
+            message=f"max-total: cannot be measured, {_TOTAL_UNKNOWN.get(report.total_unknown or '', _NO_TIME)}"
+            + _paren(_lines(a, b)),
         )
     ok = total <= allowed
     so_far = " so far" if report.outcome == "starting" else ""
     relation = "<=" if ok else ">"
+    serving = report.failure is not None and report.failure.while_serving
+    # a failure while serving came after the start-up: the total is the time to ready
+    reached = "ready" if serving else report.outcome
+    then = ", then failed while serving" if serving else ""
     return CheckItem(
         check="max_total",
         ok=ok,
@@ -201,9 +206,18 @@ def _check_total(report: Report, allowed: float) -> CheckItem:
         allowed=allowed,
         line=a,
         end_line=b,
-        message=f"max-total: {report.outcome} after {fmt_seconds(total)}{so_far} {relation} allowed {fmt_seconds(allowed)}"
+        message=f"max-total: {reached} after {fmt_seconds(total)}{so_far} {relation} allowed {fmt_seconds(allowed)}{then}"
         + _paren(_lines(a, b)),
     )
+
+
+_NO_TIME = "the log carries no timestamps"
+# why a report has no total (Report.total_unknown), as check says it
+_TOTAL_UNKNOWN = {
+    "partial_log": "the log starts after the launch",
+    "no_launch": "no line of the run marks its launch (its arguments dump or the server's launch line)",
+    "no_time": "no line of the run carries a time",
+}
 
 
 def _check_expect(report: Report, key: str, wanted: str) -> CheckItem:
