@@ -294,7 +294,7 @@ class LiteralFinder:
         self._search: _AnchoredSearch | None = None
         self._db: Any = _hyperscan_database(encoded, name) if use_hyperscan else None
         if self._db is None:
-            self._search = _AnchoredSearch(encoded)
+            self._search = _AnchoredSearch(encoded, name)
 
     @property
     def engine(self) -> str:
@@ -356,23 +356,17 @@ class _AnchoredSearch:
     the literals' own alternation finds one in it. Literals made of anchor bytes only are searched
     for one by one (``bytes.find``: they are rare)."""
 
-    def __init__(self, literals: Sequence[bytes]) -> None:
+    def __init__(self, literals: Sequence[bytes], name: str) -> None:
         if not literals or any(b"\n" in literal for literal in literals):
             raise ValueError("the literals' search needs literals, none holding a newline")
-        anchors = anchor_bytes(literals)
-        table = bytearray(range(256))
-        for byte in (*anchors, _MARK):
-            table[byte] = _MARK
-        self._table = bytes(table)
-        translated = [literal.translate(self._table) for literal in literals]
-        at = [_anchor_at(literal, anchors) for literal in literals]
-        # a literal of one or two anchor bytes would make every mark (or pair) a candidate
-        alone = [len(tr) <= 2 and tr.count(_MARK) == len(tr) for tr in translated]
-        self._alone = [literal for literal, lone in zip(literals, alone, strict=True) if lone]
-        coarse = [(tr, i) for tr, i, lone in zip(translated, at, alone, strict=True) if not lone]
-        self._coarse = kept_regex.compile(_anchored_alternation(coarse)) if coarse else None
-        # the check of a candidate's line: the literals themselves, anchored the same way
-        self._exact = kept_regex.compile(_anchored_alternation(list(zip(literals, at, strict=True))))
+        from logphase.packs.derived import cached, digest
+
+        # building the patterns costs ~0.1 s: kept on disk (derived.py) by the literals
+        key = digest([str(_SEARCH_FORMAT), *literals])
+        table, alone, coarse, exact = cached(f"prefilter-re-{name}", key, lambda: _search_patterns(literals), _latin1_parts)
+        self._table, self._alone = table, alone
+        self._coarse = kept_regex.compile(coarse) if coarse else None
+        self._exact = kept_regex.compile(exact)
 
     def line_hits(self, data: bytes) -> list[int]:
         hits = self._candidates(data) if self._coarse is not None else []
@@ -402,6 +396,40 @@ class _AnchoredSearch:
             if exact(data, start, line_end) is not None:
                 hits.append(point)
         return hits
+
+
+# bumped when the patterns below are built otherwise (what is kept on disk is named by it)
+_SEARCH_FORMAT = 1
+
+
+def _search_patterns(literals: Sequence[bytes]) -> list[Any]:
+    """[translation table, literals searched alone, translated pattern, exact pattern], as latin-1
+    text (JSON for derived.cached)."""
+    anchors = anchor_bytes(literals)
+    table = bytearray(range(256))
+    for byte in (*anchors, _MARK):
+        table[byte] = _MARK
+    translated = [literal.translate(table) for literal in literals]
+    at = [_anchor_at(literal, anchors) for literal in literals]
+    # a literal of one or two anchor bytes would make every mark (or pair) a candidate
+    alone = [len(tr) <= 2 and tr.count(_MARK) == len(tr) for tr in translated]
+    coarse = [(tr, i) for tr, i, lone in zip(translated, at, alone, strict=True) if not lone]
+    return [
+        table.decode("latin-1"),
+        [literal.decode("latin-1") for literal, lone in zip(literals, alone, strict=True) if lone],
+        _anchored_alternation(coarse).decode("latin-1") if coarse else "",
+        # the check of a candidate's line: the literals themselves, anchored the same way
+        _anchored_alternation(list(zip(literals, at, strict=True))).decode("latin-1"),
+    ]
+
+
+def _latin1_parts(data: object) -> tuple[bytes, list[bytes], bytes, bytes]:
+    if not isinstance(data, list) or len(data) != 4 or not isinstance(data[1], list):
+        raise TypeError("the re search's patterns: not four parts")
+    table, alone, coarse, exact = data
+    if not all(isinstance(part, str) for part in (table, *alone, coarse, exact)) or len(table) != 256:
+        raise TypeError("the re search's patterns: not text")
+    return table.encode("latin-1"), [lit.encode("latin-1") for lit in alone], coarse.encode("latin-1"), exact.encode("latin-1")
 
 
 def _anchor_at(literal: bytes, anchors: frozenset[int]) -> int:
