@@ -22,7 +22,7 @@ from logphase.recognising.prefilter import PREFILTER_ENV, LiteralFinder, anchor_
 from tests.conftest import fixture_logs
 from tests.test_fast_path import LINES, STARTUP, ts
 
-# Hyperscan is the optional extra logphase[fast] (in the test extra too, where it has a wheel): its
+# Hyperscan is a dependency where its wheel exists (and in the test extra on any Linux): its
 # path is tested where it is installed and skipped, with the reason, where it is not; the re path,
 # which every install has, is tested in both cases (forced with LOGPHASE_PREFILTER=re).
 HAVE_HYPERSCAN = importlib.util.find_spec("hyperscan") is not None

@@ -4,9 +4,9 @@ Every line that a grammar can turn into an event contains one of a set of litera
 grammars themselves: for each dispatch head, each SGLang head that is searched anywhere in a line,
 and each opener of a multi-line record, the literal strings one of which any match must contain
 (``Load weight begin.``, `` is reset to ``, ``Traceback (most recent call last):`` ...). A block is
-searched for all of them at once, in C (Hyperscan where it is installed, the optional extra
-``logphase[fast]``, else one compiled alternation: the same lines, slower); lines without any are
-counted in bulk. The few heads too short to have a useful literal (an NCCL host name, a glog level
+searched for all of them at once (Hyperscan where it is installed, a dependency where its binary
+wheel exists, else an anchored search in ``re``: the same lines); lines without any are counted in
+bulk. The few heads too short to have a useful literal (an NCCL host name, a glog level
 letter) are checked at the start of each line by the run regex instead (``weak_heads``). Nothing is
 listed by hand: a new grammar rule brings its own literals, and tests/test_prefilter.py checks that
 every head yields some.
@@ -513,7 +513,7 @@ PREFILTER_ENV = "LOGPHASE_PREFILTER"
 
 
 def hyperscan_wanted() -> bool:
-    """Whether the pre-filter may use Hyperscan (the optional extra ``logphase[fast]``) if installed."""
+    """Whether the pre-filter may use Hyperscan (a dependency where its wheel exists) if installed."""
     return os.environ.get(PREFILTER_ENV, "").strip().lower() != "re"
 
 
