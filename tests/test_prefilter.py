@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from logphase.engine.engine import Engine
 from logphase.engine.whole import parse_bytes
 from logphase.recognising import bulk as bulk_module
+from logphase.recognising import prefilter
 from logphase.recognising.bulk import bulk_runs, event_finder, event_literals
 from logphase.recognising.notes import NOTE_RULES
 from logphase.recognising.overrides import OVERRIDE_RULE
@@ -129,6 +130,26 @@ def test_the_re_search_finds_exactly_the_lines_holding_a_literal(literals: list[
     finder = LiteralFinder(literals, use_hyperscan=False)
     hits = finder.line_hits(data)
     assert hits == sorted(hits)
+    found = {data.count(b"\n", 0, hit - 1) for hit in hits}
+    expected = {i for i, line in enumerate(data.split(b"\n")) if any(lit.encode() in line for lit in literals)}
+    assert found == expected
+
+
+@given(
+    st.lists(st.text("AaBb:%x ", min_size=1, max_size=6), min_size=1, max_size=12),
+    st.text(_FEW, max_size=300),
+)
+def test_the_re_search_anchored_by_the_texts_own_bytes_finds_the_same_lines(literals: list[str], text: str) -> None:
+    """As above, with the anchors chosen again by the text's bytes before the first search (as a
+    long log's are once its marks prove many)."""
+    data = b"\n" + text.encode() + b"\n"
+    saved = prefilter.ADAPT_AFTER, prefilter.ADAPT_ABOVE
+    prefilter.ADAPT_AFTER, prefilter.ADAPT_ABOVE = 0, -1.0
+    try:
+        finder = LiteralFinder(literals, use_hyperscan=False, name="adapting")
+        hits = finder.line_hits(data)
+    finally:
+        prefilter.ADAPT_AFTER, prefilter.ADAPT_ABOVE = saved
     found = {data.count(b"\n", 0, hit - 1) for hit in hits}
     expected = {i for i, line in enumerate(data.split(b"\n")) if any(lit.encode() in line for lit in literals)}
     assert found == expected

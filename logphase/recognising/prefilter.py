@@ -23,7 +23,7 @@ import binascii
 import itertools
 import os
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from logphase.packs import kept_regex
@@ -330,16 +330,16 @@ def _weight(byte: int) -> float:
     return _RARER ** _RANK.get(byte, len(_BYTE_ORDER))
 
 
-def anchor_bytes(literals: Sequence[bytes]) -> frozenset[int]:
-    """A set of bytes that every literal holds one of, chosen rare (greedy weighted set cover: the
-    byte that covers the most literals left per weight, in turn)."""
+def anchor_bytes(literals: Sequence[bytes], weight: Callable[[int], float] = _weight) -> frozenset[int]:
+    """A set of bytes that every literal holds one of, chosen rare by ``weight`` (how common a byte
+    is; greedy weighted set cover: the byte that covers the most literals left per weight, in turn)."""
     holders: dict[int, int] = {}  # byte -> the literals holding it, as a bit set
     for i, literal in enumerate(literals):
         for byte in set(literal):
             holders[byte] = holders.get(byte, 0) | 1 << i
     left, chosen = (1 << len(literals)) - 1, set()
     while left:
-        best = max(sorted(holders), key=lambda b: (holders[b] & left).bit_count() / _weight(b))
+        best = max(sorted(holders), key=lambda b: (holders[b] & left).bit_count() / weight(b))
         chosen.add(best)
         left &= ~holders[best]
     return frozenset(chosen)
@@ -354,19 +354,32 @@ class _AnchoredSearch:
     as it finds a literal (~1 ms a MB), and tries the literals' translated rest there. A translated
     match is only a candidate (another anchor byte may stand in the literal's); its line is kept if
     the literals' own alternation finds one in it. Literals made of anchor bytes only are searched
-    for one by one (``bytes.find``: they are rare)."""
+    for one by one (``bytes.find``: they are rare).
+
+    What is rare depends on the log (hashes are full of ``c`` and ``f``): once ADAPT_AFTER bytes were
+    searched, if the marks were more than ADAPT_ABOVE of them, the anchors are chosen again by the
+    bytes of the block at hand (the same lines are found whatever the anchors: only speed changes)."""
 
     def __init__(self, literals: Sequence[bytes], name: str) -> None:
         if not literals or any(b"\n" in literal for literal in literals):
             raise ValueError("the literals' search needs literals, none holding a newline")
+        self._literals, self._name = literals, name
+        self._searched, self._marks = 0, 0  # until adapted: bytes searched, marks among them
+        self._use(_weight, f"prefilter-re-{name}")
+
+    def _use(self, weight: Callable[[int], float], kept_as: str) -> None:
+        """Anchor by ``weight``; the patterns (~0.15 s to build and compile) kept on disk (derived.py)
+        by the literals and their anchors."""
         from logphase.packs.derived import cached, digest
 
-        # building the patterns costs ~0.1 s: kept on disk (derived.py) by the literals
-        key = digest([str(_SEARCH_FORMAT), *literals])
-        table, alone, coarse, exact = cached(f"prefilter-re-{name}", key, lambda: _search_patterns(literals), _latin1_parts)
-        self._table, self._alone = table, alone
-        self._coarse = kept_regex.compile(coarse) if coarse else None
-        self._exact = kept_regex.compile(exact)
+        literals = self._literals
+        anchors = anchor_bytes(literals, weight)
+        at = [_anchor_at(literal, anchors, weight) for literal in literals]
+        key = digest([str(_SEARCH_FORMAT), *literals, "", bytes(sorted(anchors)), ",".join(map(str, at))])
+        parts = cached(kept_as, key, lambda: _search_patterns(literals, anchors, at), _latin1_parts)
+        self._table, self._alone = parts[0], parts[1]
+        self._coarse = kept_regex.compile(parts[2]) if parts[2] else None
+        self._exact = kept_regex.compile(parts[3])
 
     def line_hits(self, data: bytes) -> list[int]:
         hits = self._candidates(data) if self._coarse is not None else []
@@ -382,10 +395,13 @@ class _AnchoredSearch:
     def _candidates(self, data: bytes) -> list[int]:
         """Points of the lines where a translated match is and one of the literals too."""
         assert self._coarse is not None
+        translated = data.translate(self._table)
+        if self._searched >= 0 and self._adapt(data, translated):
+            translated = data.translate(self._table)
         hits: list[int] = []
         line_end = -1  # the end of the line last checked
         exact = self._exact.search
-        for match in self._coarse.finditer(data.translate(self._table)):
+        for match in self._coarse.finditer(translated):
             point = match.end()
             if point <= line_end:
                 continue  # a line already checked
@@ -397,20 +413,40 @@ class _AnchoredSearch:
                 hits.append(point)
         return hits
 
+    def _adapt(self, data: bytes, translated: bytes) -> bool:
+        """Counts the marks; after ADAPT_AFTER bytes, anchors by this block's bytes where the marks
+        were many. Whether the anchors changed (``translated`` is then the old ones')."""
+        self._searched += len(data)
+        self._marks += translated.count(_MARK)
+        if self._searched < ADAPT_AFTER:
+            return False
+        many = self._marks > ADAPT_ABOVE * self._searched
+        self._searched = -1  # adapted (or no need): counted no more
+        if many:
+            sample = data[:ADAPT_SAMPLE]
+            counts = {byte: sample.count(byte) for byte in {byte for literal in self._literals for byte in literal}}
+            self._use(lambda byte: (counts.get(byte, 0) + 1) / (len(sample) + 1), f"prefilter-re-{self._name}-adapted")
+        return many
+
+
+# bytes searched with the anchors of _BYTE_ORDER before they are chosen again by the log's own bytes
+# (building the new patterns costs ~0.15 s, once per log shape: kept on disk), when more than
+# ADAPT_ABOVE of those bytes were anchors; how much of a block is counted to choose them
+ADAPT_AFTER = 4 << 20
+ADAPT_ABOVE = 0.04
+ADAPT_SAMPLE = 256 << 10
 
 # bumped when the patterns below are built otherwise (what is kept on disk is named by it)
-_SEARCH_FORMAT = 1
+_SEARCH_FORMAT = 2
 
 
-def _search_patterns(literals: Sequence[bytes]) -> list[Any]:
+def _search_patterns(literals: Sequence[bytes], anchors: frozenset[int], at: Sequence[int]) -> list[Any]:
     """[translation table, literals searched alone, translated pattern, exact pattern], as latin-1
     text (JSON for derived.cached)."""
-    anchors = anchor_bytes(literals)
     table = bytearray(range(256))
     for byte in (*anchors, _MARK):
         table[byte] = _MARK
     translated = [literal.translate(table) for literal in literals]
-    at = [_anchor_at(literal, anchors) for literal in literals]
     # a literal of one or two anchor bytes would make every mark (or pair) a candidate
     alone = [len(tr) <= 2 and tr.count(_MARK) == len(tr) for tr in translated]
     coarse = [(tr, i) for tr, i, lone in zip(translated, at, alone, strict=True) if not lone]
@@ -432,15 +468,12 @@ def _latin1_parts(data: object) -> tuple[bytes, list[bytes], bytes, bytes]:
     return table.encode("latin-1"), [lit.encode("latin-1") for lit in alone], coarse.encode("latin-1"), exact.encode("latin-1")
 
 
-def _anchor_at(literal: bytes, anchors: frozenset[int]) -> int:
+def _anchor_at(literal: bytes, anchors: frozenset[int], weight: Callable[[int], float]) -> int:
     """Where in ``literal`` its rarest anchor byte first is, before its last byte where one is: a
     literal anchored at its end is checked (a lookbehind) at every mark, the others only where the
     byte after the mark is theirs."""
     last = len(literal) - 1
-    return min(
-        (i for i, byte in enumerate(literal) if byte in anchors),
-        key=lambda i: (i == last, -_RANK.get(literal[i], len(_BYTE_ORDER)), i),
-    )
+    return min((i for i, byte in enumerate(literal) if byte in anchors), key=lambda i: (i == last, weight(literal[i]), i))
 
 
 def _anchored_alternation(marked: Sequence[tuple[bytes, int]]) -> bytes:
