@@ -40,8 +40,10 @@ def long_lines(n: int) -> bytes:
 
 
 def random_after_log(n: int) -> bytes:
-    """A real start-up (a fixture), then ``n`` KiB of random bytes (seeded)."""
-    head = (FIXTURES / "tp2_gloo_nccl_success.log").read_bytes()
+    """Real start-ups (a fixture, over 64 KiB of it: the command line's check for binary data reads
+    that much), then ``n`` KiB of random bytes (seeded)."""
+    fixture = (FIXTURES / "tp2_gloo_nccl_success.log").read_bytes()
+    head = fixture * (1 + (96 << 10) // len(fixture))
     return head + random.Random(7).randbytes(n * 1024)
 
 
