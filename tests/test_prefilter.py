@@ -15,14 +15,15 @@ from hypothesis import strategies as st
 from logphase.engine.engine import Engine
 from logphase.engine.whole import parse_bytes
 from logphase.recognising import bulk as bulk_module
+from logphase.recognising import prefilter
 from logphase.recognising.bulk import bulk_runs, event_finder, event_literals
 from logphase.recognising.notes import NOTE_RULES
 from logphase.recognising.overrides import OVERRIDE_RULE
-from logphase.recognising.prefilter import PREFILTER_ENV, LiteralFinder, literal_factors, prefix_alternation
+from logphase.recognising.prefilter import PREFILTER_ENV, LiteralFinder, anchor_bytes, literal_factors, prefix_alternation
 from tests.conftest import fixture_logs
 from tests.test_fast_path import LINES, STARTUP, ts
 
-# Hyperscan is the optional extra logphase[fast] (in the test extra too, where it has a wheel): its
+# Hyperscan is a dependency where its wheel exists (and in the test extra on any Linux): its
 # path is tested where it is installed and skipped, with the reason, where it is not; the re path,
 # which every install has, is tested in both cases (forced with LOGPHASE_PREFILTER=re).
 HAVE_HYPERSCAN = importlib.util.find_spec("hyperscan") is not None
@@ -111,6 +112,56 @@ def test_each_search_engine_finds_exactly_the_lines_holding_a_literal(engine: st
     found = {data.count(b"\n", 0, hit - 1) for hit in finder.line_hits(data)}
     expected = {i for i, line in enumerate(data.split(b"\n")) if any(lit.encode() in line for lit in literals)}
     assert found == expected and len(expected) > 100
+
+
+# a few letters, so that literals share bytes, anchors stand in for each other in the translated
+# block and most candidates are false: the check of a candidate's line is what is tested
+_FEW = "AaBb:%x \n"
+
+
+@given(
+    st.lists(st.text("AaBb:%x ", min_size=1, max_size=6), min_size=1, max_size=12),
+    st.text(_FEW, max_size=300),
+)
+def test_the_re_search_finds_exactly_the_lines_holding_a_literal(literals: list[str], text: str) -> None:
+    """The anchored search (no Hyperscan) against the plain definition, on literals and text of a
+    few bytes: whatever the anchors, the same lines."""
+    data = b"\n" + text.encode() + b"\n"
+    finder = LiteralFinder(literals, use_hyperscan=False)
+    hits = finder.line_hits(data)
+    assert hits == sorted(hits)
+    found = {data.count(b"\n", 0, hit - 1) for hit in hits}
+    expected = {i for i, line in enumerate(data.split(b"\n")) if any(lit.encode() in line for lit in literals)}
+    assert found == expected
+
+
+@given(
+    st.lists(st.text("AaBb:%x ", min_size=1, max_size=6), min_size=1, max_size=12),
+    st.text(_FEW, max_size=300),
+)
+def test_the_re_search_anchored_by_the_texts_own_bytes_finds_the_same_lines(literals: list[str], text: str) -> None:
+    """As above, with the anchors chosen again by the text's bytes before the first search (as a
+    long log's are once its marks prove many)."""
+    data = b"\n" + text.encode() + b"\n"
+    saved = prefilter.ADAPT_AFTER, prefilter.ADAPT_ABOVE
+    prefilter.ADAPT_AFTER, prefilter.ADAPT_ABOVE = 0, -1.0
+    try:
+        finder = LiteralFinder(literals, use_hyperscan=False, name="adapting")
+        hits = finder.line_hits(data)
+    finally:
+        prefilter.ADAPT_AFTER, prefilter.ADAPT_ABOVE = saved
+    found = {data.count(b"\n", 0, hit - 1) for hit in hits}
+    expected = {i for i, line in enumerate(data.split(b"\n")) if any(lit.encode() in line for lit in literals)}
+    assert found == expected
+
+
+def test_anchors_are_rare_bytes_that_every_literal_holds() -> None:
+    """Each literal holds an anchor, and none is among the commonest bytes of log text (each place
+    one is costs the search a try)."""
+    literals = [lit.encode() for lit in event_literals()[0]]
+    anchors = anchor_bytes(literals)
+    assert all(anchors & set(lit) for lit in literals)
+    assert not anchors & set(b" eat0123456789")
 
 
 @pytest.fixture

@@ -117,6 +117,10 @@ def entry_point() -> None:
 def _main_keeping_cache() -> int:
     from logphase.packs import derived
 
+    # pydantic looks for plugins in every installed package's metadata when it builds its first
+    # validator (~10 % of a short run's start); the command line has none to load (setdefault: a user
+    # who names plugins to skip keeps that)
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     # the command line keeps what it derives for its next start (the library writes nothing unless
     # asked: packs/derived.py); asked before anything is derived (commands import the engine in run())
     derived.keep_cache()

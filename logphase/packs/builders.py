@@ -7,7 +7,6 @@ from collections.abc import Callable
 from typing import Any
 
 from logphase.packs.grammars import Parsed
-from logphase.packs.server_args import parse_server_args
 from logphase.vocabulary import events as ev
 from logphase.vocabulary.events import LineInfo
 from logphase.vocabulary.values import clean, clock_seconds, gigabytes, int_list, integer, number
@@ -352,5 +351,8 @@ def args_dump(p: Parsed, text: str, at: LineInfo) -> ev.EventBase:
     """A server's configuration dump after its head (``args: Namespace(...)``, ``non-default args:
     {...}``): its key=value pairs, read like a dump the server_args grammar cannot read whole."""
     dump = text.split(": ", 1)[-1].strip()
+    # imported here: the dump's parser brings Lark (~30 ms of a start), which a log without a dump never needs
+    from logphase.packs.server_args import parse_server_args
+
     args, _ = parse_server_args(dump)
     return at.event(ev.ServerArgs, p.rule, args=args, args_format="dict" if dump.startswith("{") else "call")

@@ -127,6 +127,8 @@ class RunPatterns(NamedTuple):
 _STAMP = itemgetter(0)
 # bytes that the splitter treats specially, or that str regexes see as whitespace and bytes ones not
 _NOT_IN_RUNS = (b"\r", b"\x1b", b"\x1c", b"\x1d", b"\x1e", b"\x1f")
+# a byte that keeps a line out of a run: one of those, or one that is not ASCII
+_NOT_AS_THEY_STAND = re.compile(rb"[\x80-\xff\r\x1b\x1c-\x1f]")
 
 
 # Runs are offered only to a splitter that keeps lines at least this long whole.
@@ -320,6 +322,29 @@ class LineSplitter:
                     found = self._as_run(buf, inner)
                     if found is not None:
                         yield found
+                    else:
+                        yield from self._plain_parts(buf, inner)
+
+    def _plain_parts(self, buf: bytes, m: re.Match[bytes]) -> Iterator[tuple[str, int, int, bytes, int]]:
+        """The runs in a quiet or loose run that is not all lines as they stand: its lines but those
+        holding a byte that is not ASCII or that the splitter treats specially, or a prefix glued
+        inside (those go the line-by-line way). Each line of a quiet or loose run matches on its own:
+        any stretch of them is a run of the same kind. Without this, one such line sent a whole run
+        line by line (a tree dump of 8,000 lines after one with a UTF-8 character: ~0.8 s)."""
+        start, end = m.start() + 1, m.end() + 1  # the first line's start; past the last line's "\n"
+        bad = {buf.rfind(b"\n", 0, x.start()) + 1 for x in _NOT_AS_THEY_STAND.finditer(buf, start, end)}
+        glued = (g.start() for g in self._glued.finditer(buf, start, end) if buf[g.start() - 1] != 0x0A)
+        bad.update(buf.rfind(b"\n", 0, at) + 1 for at in glued)
+        kind = m.lastgroup or ""
+        part = start
+        for line in [*sorted(bad), end]:
+            if line > part:
+                run = buf[part - 1 : line]
+                n = run.count(b"\n") - 1
+                if self._plain(run, n, stamped=kind != "loose"):
+                    yield kind, part, line, run, n
+            if line < end:
+                part = buf.index(b"\n", line) + 1
 
     def _as_run(self, buf: bytes, m: re.Match[bytes]) -> tuple[str, int, int, bytes, int] | None:
         s, e = m.start() + 1, m.end() + 1  # its first line's start; past its last line's "\n"

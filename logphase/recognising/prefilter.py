@@ -4,9 +4,9 @@ Every line that a grammar can turn into an event contains one of a set of litera
 grammars themselves: for each dispatch head, each SGLang head that is searched anywhere in a line,
 and each opener of a multi-line record, the literal strings one of which any match must contain
 (``Load weight begin.``, `` is reset to ``, ``Traceback (most recent call last):`` ...). A block is
-searched for all of them at once, in C (Hyperscan where it is installed, the optional extra
-``logphase[fast]``, else one compiled alternation: the same lines, slower); lines without any are
-counted in bulk. The few heads too short to have a useful literal (an NCCL host name, a glog level
+searched for all of them at once (Hyperscan where it is installed, a dependency where its binary
+wheel exists, else an anchored search in ``re``: the same lines); lines without any are counted in
+bulk. The few heads too short to have a useful literal (an NCCL host name, a glog level
 letter) are checked at the start of each line by the run regex instead (``weak_heads``). Nothing is
 listed by hand: a new grammar rule brings its own literals, and tests/test_prefilter.py checks that
 every head yields some.
@@ -23,7 +23,7 @@ import binascii
 import itertools
 import os
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from logphase.packs import kept_regex
@@ -284,26 +284,27 @@ def _class_firsts(items: Sequence[Any]) -> set[str] | None:
 
 class LiteralFinder:
     """Finds where any of a set of literals occurs in a block of bytes: Hyperscan (gigabytes a
-    second) when installed, else one compiled alternation (the same answer, slower)."""
+    second) when installed, else an anchored search with ``re`` (_AnchoredSearch: the same lines)."""
 
     def __init__(self, literals: Iterable[str], use_hyperscan: bool = True, name: str = "literals") -> None:
         """``name``: what the database is kept on disk as (each finder of a run its own name, or
         one would replace the other's file on every start)."""
         self.literals = sorted(set(literals), key=lambda s: (-len(s), s))
         encoded = [s.encode() for s in self.literals]
-        self._regex: re.Pattern[bytes] | None = None
+        self._search: _AnchoredSearch | None = None
         self._db: Any = _hyperscan_database(encoded, name) if use_hyperscan else None
         if self._db is None:
-            self._regex = kept_regex.compile(b"|".join(re.escape(s) for s in encoded))
+            self._search = _AnchoredSearch(encoded, name)
 
     @property
     def engine(self) -> str:
         return "hyperscan" if self._db is not None else "re"
 
     def line_hits(self, data: bytes) -> list[int]:
-        """The offsets (in ``data``) where literal occurrences end, in order (some may repeat)."""
-        if self._regex is not None:
-            return [m.end() for m in self._regex.finditer(data)]
+        """Offsets (in ``data``) in order, some perhaps repeated, one or more on each line that holds
+        a literal and none elsewhere: where occurrences end (Hyperscan), a point of the line (re)."""
+        if self._search is not None:
+            return self._search.line_hits(data)
         found: list[int] = []
 
         def on_match(_id: int, _from: int, to: int, _flags: int, _ctx: object) -> None:
@@ -312,6 +313,192 @@ class LiteralFinder:
         self._db.scan(data, match_event_handler=on_match)
         found.sort()
         return found
+
+
+# Printable bytes of log text from the most to the least frequent (their share of the bytes of
+# fixtures/logs, each log weighing the same, measured 2026-12-02; a byte not listed counts as rarer
+# than all): where the re search anchors each literal. Only its speed depends on this order.
+_BYTE_ORDER = b" eat0sirnol1dp2c_:.m/gu,-h^=3468kb57y][f9v'T\"FCPw(GB)N|xIRLOEz<%MqDSAV#UWK*HQZ>?~{}Jj\\`+Y!;X"
+_RANK = {byte: rank for rank, byte in enumerate(_BYTE_ORDER)}
+# the weight of a byte in choosing anchors: each rank down the order ~10 % rarer
+_RARER = 0.9
+# what every anchor byte becomes in the translated block (and the byte itself, where it occurs)
+_MARK = 0x01
+
+
+def _weight(byte: int) -> float:
+    return _RARER ** _RANK.get(byte, len(_BYTE_ORDER))
+
+
+def anchor_bytes(literals: Sequence[bytes], weight: Callable[[int], float] = _weight) -> frozenset[int]:
+    """A set of bytes that every literal holds one of, chosen rare by ``weight`` (how common a byte
+    is; greedy weighted set cover: the byte that covers the most literals left per weight, in turn)."""
+    holders: dict[int, int] = {}  # byte -> the literals holding it, as a bit set
+    for i, literal in enumerate(literals):
+        for byte in set(literal):
+            holders[byte] = holders.get(byte, 0) | 1 << i
+    left, chosen = (1 << len(literals)) - 1, set()
+    while left:
+        best = max(sorted(holders), key=lambda b: (holders[b] & left).bit_count() / weight(b))
+        chosen.add(best)
+        left &= ~holders[best]
+    return frozenset(chosen)
+
+
+class _AnchoredSearch:
+    """The literals' search in ``re``, one pass at C speed over a block. A search for many
+    alternatives tests each position of the block against the set of their first bytes (~15 ns a
+    byte) and tries them where one is: the plain alternation took ~1 s a MB of debug output. Here
+    each literal is anchored at one of a few rare bytes (anchor_bytes); the block is translated
+    (``bytes.translate``, ~1 ms a MB) so that each anchor byte reads as one mark, which ``re`` finds
+    as it finds a literal (~1 ms a MB), and tries the literals' translated rest there. A translated
+    match is only a candidate (another anchor byte may stand in the literal's); its line is kept if
+    the literals' own alternation finds one in it. Literals made of anchor bytes only are searched
+    for one by one (``bytes.find``: they are rare).
+
+    What is rare depends on the log (hashes are full of ``c`` and ``f``): once ADAPT_AFTER bytes were
+    searched, if the marks were more than ADAPT_ABOVE of them, the anchors are chosen again by the
+    bytes of the block at hand (the same lines are found whatever the anchors: only speed changes)."""
+
+    def __init__(self, literals: Sequence[bytes], name: str) -> None:
+        if not literals or any(b"\n" in literal for literal in literals):
+            raise ValueError("the literals' search needs literals, none holding a newline")
+        self._literals, self._name = literals, name
+        self._searched, self._marks = 0, 0  # until adapted: bytes searched, marks among them
+        self._use(_weight, f"prefilter-re-{name}")
+
+    def _use(self, weight: Callable[[int], float], kept_as: str) -> None:
+        """Anchor by ``weight``; the patterns (~0.15 s to build and compile) kept on disk (derived.py)
+        by the literals and their anchors."""
+        from logphase.packs.derived import cached, digest
+
+        literals = self._literals
+        anchors = anchor_bytes(literals, weight)
+        at = [_anchor_at(literal, anchors, weight) for literal in literals]
+        key = digest([str(_SEARCH_FORMAT), *literals, "", bytes(sorted(anchors)), ",".join(map(str, at))])
+        parts = cached(kept_as, key, lambda: _search_patterns(literals, anchors, at), _latin1_parts)
+        self._table, self._alone = parts[0], parts[1]
+        self._coarse = kept_regex.compile(parts[2]) if parts[2] else None
+        self._exact = kept_regex.compile(parts[3])
+
+    def line_hits(self, data: bytes) -> list[int]:
+        hits = self._candidates(data) if self._coarse is not None else []
+        for literal in self._alone:
+            at = data.find(literal)
+            while at >= 0:
+                hits.append(at + len(literal))
+                at = data.find(literal, at + 1)
+        if self._alone:
+            hits.sort()
+        return hits
+
+    def _candidates(self, data: bytes) -> list[int]:
+        """Points of the lines where a translated match is and one of the literals too."""
+        assert self._coarse is not None
+        translated = data.translate(self._table)
+        if self._searched >= 0 and self._adapt(data, translated):
+            translated = data.translate(self._table)
+        hits: list[int] = []
+        line_end = -1  # the end of the line last checked
+        exact = self._exact.search
+        for match in self._coarse.finditer(translated):
+            point = match.end()
+            if point <= line_end:
+                continue  # a line already checked
+            start = data.rfind(b"\n", 0, point - 1) + 1
+            line_end = data.find(b"\n", point - 1)
+            if line_end < 0:
+                line_end = len(data)
+            if exact(data, start, line_end) is not None:
+                hits.append(point)
+        return hits
+
+    def _adapt(self, data: bytes, translated: bytes) -> bool:
+        """Counts the marks; after ADAPT_AFTER bytes, anchors by this block's bytes where the marks
+        were many. Whether the anchors changed (``translated`` is then the old ones')."""
+        self._searched += len(data)
+        self._marks += translated.count(_MARK)
+        if self._searched < ADAPT_AFTER:
+            return False
+        many = self._marks > ADAPT_ABOVE * self._searched
+        self._searched = -1  # adapted (or no need): counted no more
+        if many:
+            sample = data[:ADAPT_SAMPLE]
+            counts = {byte: sample.count(byte) for byte in {byte for literal in self._literals for byte in literal}}
+            self._use(lambda byte: (counts.get(byte, 0) + 1) / (len(sample) + 1), f"prefilter-re-{self._name}-adapted")
+        return many
+
+
+# bytes searched with the anchors of _BYTE_ORDER before they are chosen again by the log's own bytes
+# (building the new patterns costs ~0.15 s, once per log shape: kept on disk), when more than
+# ADAPT_ABOVE of those bytes were anchors; how much of a block is counted to choose them
+ADAPT_AFTER = 4 << 20
+ADAPT_ABOVE = 0.04
+ADAPT_SAMPLE = 256 << 10
+
+# bumped when the patterns below are built otherwise (what is kept on disk is named by it)
+_SEARCH_FORMAT = 2
+
+
+def _search_patterns(literals: Sequence[bytes], anchors: frozenset[int], at: Sequence[int]) -> list[Any]:
+    """[translation table, literals searched alone, translated pattern, exact pattern], as latin-1
+    text (JSON for derived.cached)."""
+    table = bytearray(range(256))
+    for byte in (*anchors, _MARK):
+        table[byte] = _MARK
+    translated = [literal.translate(table) for literal in literals]
+    # a literal of one or two anchor bytes would make every mark (or pair) a candidate
+    alone = [len(tr) <= 2 and tr.count(_MARK) == len(tr) for tr in translated]
+    coarse = [(tr, i) for tr, i, lone in zip(translated, at, alone, strict=True) if not lone]
+    return [
+        table.decode("latin-1"),
+        [literal.decode("latin-1") for literal, lone in zip(literals, alone, strict=True) if lone],
+        _anchored_alternation(coarse).decode("latin-1") if coarse else "",
+        # the check of a candidate's line: the literals themselves, anchored the same way
+        _anchored_alternation(list(zip(literals, at, strict=True))).decode("latin-1"),
+    ]
+
+
+def _latin1_parts(data: object) -> tuple[bytes, list[bytes], bytes, bytes]:
+    if not isinstance(data, list) or len(data) != 4 or not isinstance(data[1], list):
+        raise TypeError("the re search's patterns: not four parts")
+    table, alone, coarse, exact = data
+    if not all(isinstance(part, str) for part in (table, *alone, coarse, exact)) or len(table) != 256:
+        raise TypeError("the re search's patterns: not text")
+    return table.encode("latin-1"), [lit.encode("latin-1") for lit in alone], coarse.encode("latin-1"), exact.encode("latin-1")
+
+
+def _anchor_at(literal: bytes, anchors: frozenset[int], weight: Callable[[int], float]) -> int:
+    """Where in ``literal`` its rarest anchor byte first is, before its last byte where one is: a
+    literal anchored at its end is checked (a lookbehind) at every mark, the others only where the
+    byte after the mark is theirs."""
+    last = len(literal) - 1
+    return min((i for i, byte in enumerate(literal) if byte in anchors), key=lambda i: (i == last, weight(literal[i]), i))
+
+
+def _anchored_alternation(marked: Sequence[tuple[bytes, int]]) -> bytes:
+    """A trie of each literal from its anchor on; where one ends, a lookbehind checks the whole of
+    it. ``re`` finds where the pattern may start by its leading bytes (one, the mark: as fast as
+    a literal) and rejects most places at the byte after the anchor."""
+    trie: dict[int, Any] = {}
+    for literal, at in marked:
+        node = trie
+        for byte in literal[at:]:
+            node = node.setdefault(byte, {})
+        # what is left to check before the anchor (a literal anchored at its first byte: nothing)
+        node.setdefault(-1, set()).add(literal if at else b"")
+
+    def emit(node: dict[int, Any]) -> bytes:
+        options = []
+        for whole in sorted(node.get(-1, ()), key=len):
+            options.append(b"(?<=" + re.escape(whole) + b")" if whole else b"")
+            if not whole:
+                break  # matched already: nothing else to check
+        for byte, below in sorted((k, v) for k, v in node.items() if k >= 0):
+            options.append(re.escape(bytes([byte])) + emit(below))
+        return options[0] if len(options) == 1 else b"(?:" + b"|".join(options) + b")"
+
+    return emit(trie)
 
 
 def _hyperscan_database(encoded: list[bytes], name: str) -> Any:
@@ -359,7 +546,7 @@ PREFILTER_ENV = "LOGPHASE_PREFILTER"
 
 
 def hyperscan_wanted() -> bool:
-    """Whether the pre-filter may use Hyperscan (the optional extra ``logphase[fast]``) if installed."""
+    """Whether the pre-filter may use Hyperscan (a dependency where its wheel exists) if installed."""
     return os.environ.get(PREFILTER_ENV, "").strip().lower() != "re"
 
 
@@ -367,6 +554,7 @@ __all__ = [
     "PREFILTER_ENV",
     "LiteralFinder",
     "alternatives",
+    "anchor_bytes",
     "first_chars",
     "folds_case",
     "hyperscan_wanted",

@@ -56,16 +56,17 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
-
-from lark import Lark
-from lark.grammar import NonTerminal, Rule, Terminal
-from lark.lexer import TerminalDef
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from logphase.packs import kept_regex
 from logphase.packs.derived import cached, digest
 from logphase.packs.grammars import Parsed, grammars_key, parse, parser
 from logphase.vocabulary.errors import LogphaseError
+
+if TYPE_CHECKING:  # Lark itself is imported only where a recogniser is built (~30 ms of a start)
+    from lark import Lark
+    from lark.grammar import Rule, Terminal
+    from lark.lexer import TerminalDef
 
 try:  # Python 3.11+: the parser re itself uses (sre_parse warns there)
     import re._parser as _sre  # type: ignore[import-not-found,unused-ignore]
@@ -138,6 +139,11 @@ class _Loop:
 _Node = _Term | _Seq | _Alt | _Sub | _Loop
 
 
+def _names_rule(symbol: Any, name: str) -> bool:
+    """Whether a Lark symbol is the rule ``name`` (``NonTerminal(name)``, which compares so)."""
+    return not symbol.is_term and symbol.name == name
+
+
 class _Structure:
     """A grammar's rules as nodes, numbered for the groups of the expression."""
 
@@ -149,7 +155,7 @@ class _Structure:
         self.merge_repeats = True
 
     def repeats(self, name: str) -> bool:
-        return any(NonTerminal(name) in r.expansion for r in self.by_origin[name])
+        return any(_names_rule(s, name) for r in self.by_origin[name] for s in r.expansion)
 
     def ident(self) -> int:
         self.count += 1
@@ -162,12 +168,12 @@ class _Structure:
         for r in rules:
             if r.options.expand1 or r.alias:
                 raise NotRegularError(f"{name}: ?rule or alias")
-        recursive = [r for r in rules if any(isinstance(s, NonTerminal) and s.name == name for s in r.expansion)]
+        recursive = [r for r in rules if any(_names_rule(s, name) for s in r.expansion)]
         if not recursive:
             return self._alt(rules, (*visiting, name))
         # Lark's repetition helper: R: base | R rest  (inlined, so the iterations are siblings)
         if not name.startswith("_") or any(
-            r.expansion[0] != NonTerminal(name) or NonTerminal(name) in r.expansion[1:] for r in recursive
+            not _names_rule(r.expansion[0], name) or any(_names_rule(s, name) for s in r.expansion[1:]) for r in recursive
         ):
             raise NotRegularError(f"{name}: recursion other than a repetition")
         base_rules = [r for r in rules if r not in recursive]
@@ -185,8 +191,9 @@ class _Structure:
             keep_all = bool(r.options.keep_all_tokens)
             items: list[_Node] = []
             for symbol in r.expansion[1:] if skip_first else r.expansion:
-                if isinstance(symbol, Terminal):
-                    items.append(_Term(str(symbol.name), keep_all or not symbol.filter_out, self.ident()))
+                if symbol.is_term:
+                    terminal = cast("Terminal", symbol)
+                    items.append(_Term(str(terminal.name), keep_all or not terminal.filter_out, self.ident()))
                 else:
                     sub = str(symbol.name)
                     inner = self.rule(sub, visiting)
@@ -996,7 +1003,7 @@ def _firsts(node: _Node) -> tuple[set[str], bool]:
 def _message_rules(structure: _Structure) -> list[str]:
     found: list[str] = []
     for rule in structure.by_origin["start"]:
-        if len(rule.expansion) != 1 or not isinstance(rule.expansion[0], NonTerminal):
+        if len(rule.expansion) != 1 or rule.expansion[0].is_term:
             raise NotRegularError("start is not one message rule per option")
         found.append(str(rule.expansion[0].name))
     return found
