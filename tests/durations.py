@@ -9,6 +9,8 @@ not from logphase's events, and checked against the report on the run it describ
 * every phase's duration is not negative;
 * every step (a duration the server printed, listed under a phase) lies inside the phase that lists it,
   or the phases it runs through: from the step's line back by its duration, within the stamps' second;
+  a draft model's steps, listed where they lie (after its target's capture: ``holds: draft_model``),
+  inside that stretch;
 * every duration the server printed (SGLang: ``Load weight end. elapsed=``, ``Capture ... graph end.
   Time elapsed:`` or ``... end. [bs=[...], ]elapsed=``; vLLM: ``Loading weights took``, ``Model loading took``, ``Graph capturing finished
   in``, ``init engine ... took``, ``torch.compile takes``) agrees with the phase it measures, with the
@@ -26,7 +28,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from logphase.reading.envelope import Stamp, split_envelope
-from logphase.reporting.report import PhaseReport, Report
+from logphase.reporting.report import PhaseReport, Report, UnaccountedReport
 from logphase.vocabulary.phases import PHASE_ORDER, Phase
 
 # a printed duration and a report's agree within this much (the stamps print whole seconds; the
@@ -182,6 +184,26 @@ def _check_steps(report: Report, clock: _Clock, lines: list[str], found: Finding
             problem = _step_outside(report, phase, step.duration_s, printed, step.through)
             if problem is not None:
                 found.violations.append(f"{phase.name.value} lists {step.name} {step.duration_s} s (line {step.line}): {problem}")
+    for stretch in report.unaccounted:
+        # the time after a phase that holds a draft model's set-up lists its steps: they lie inside it
+        for step in stretch.steps:
+            found.steps += 1
+            problem = _outside_stretch(stretch, step.duration_s, _printed_at(clock, lines, step.line))
+            if problem is not None:
+                found.violations.append(f"{stretch.holds} lists {step.name} {step.duration_s} s (line {step.line}): {problem}")
+
+
+def _outside_stretch(stretch: UnaccountedReport, seconds: float, printed: datetime | None) -> str | None:
+    """Why a step printed at ``printed`` does not lie inside ``stretch``; None when it does."""
+    start, end, slack = _when(stretch.start), _when(stretch.end), tolerance(seconds)
+    if printed is None or start is None or end is None:
+        return None if seconds <= stretch.duration_s + slack else f"longer than the stretch ({stretch.duration_s} s)"
+    began = printed - timedelta(seconds=seconds)
+    if (start - began).total_seconds() > slack:
+        return f"it began at {began.isoformat()}, before the stretch ({start.isoformat()})"
+    if (printed - end).total_seconds() > slack:
+        return f"printed at {printed.isoformat()}, after the stretch ended ({end.isoformat()})"
+    return None
 
 
 def _printed_at(clock: _Clock, lines: list[str], line: int) -> datetime | None:
@@ -284,6 +306,7 @@ def _candidates(report: Report, kind: str, line: int, rank: str | None) -> list[
         out.extend(s.duration_s for s in p.steps)
         out.extend(span.duration_s for r, span in p.ranks.items() if span.duration_s is not None and _same_rank(r, rank))
     out.extend(s.duration_s for p in report.phases for s in p.steps if s.line == line)
+    out.extend(s.duration_s for g in report.unaccounted for s in g.steps if s.line == line)
     starts = [t for t in (_when(p.start) for p in covered) if t is not None]
     ends = [t for t in ((_when(p.end) if p.end else _open_end(p)) for p in covered) if t is not None]
     if len(covered) > 1 and starts and ends:

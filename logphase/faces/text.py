@@ -10,6 +10,7 @@ from logphase.faces.wording import clip, first_line, fmt_duration, headline, plu
 from logphase.folding.runs import seconds_between
 from logphase.recognising.detect import summary_setting
 from logphase.reporting.report import FailureReport, LinesReport, PhaseReport, RankSpan, Report, StepReport, UnaccountedReport
+from logphase.vocabulary.phases import Phase
 
 # ANSI SGR codes; used only on a terminal, and never with NO_COLOR set (https://no-color.org)
 _STYLES = {"ready": "1;32", "failed": "1;31", "starting": "1;33", "cause": "31", "warning": "33", "dim": "2", "bold": "1"}
@@ -123,16 +124,18 @@ def _phases(report: Report, color: bool, nodes: Mapping[str, str] | None) -> lis
     if not report.phases:
         return []
     out = ["", _paint(f"  {'phase':<20} {'start':<20} {'duration':>10}  slowest rank", "dim", color)]
-    gaps = {g.after: g for g in report.unaccounted}
+    gaps: dict[Phase, list[UnaccountedReport]] = {}
+    for g in report.unaccounted:
+        gaps.setdefault(g.after, []).append(g)
     for p in report.phases:
         start = (p.start or "-").replace("T", " ")
         measured = any(step.whole for step in p.steps)
         duration = ("≥ " if p.lower_bound else "") + (_precise(p.duration_s) if measured else fmt_duration(p.duration_s))
         out.append(f"  {p.name.value:<20} {start:<20} {duration:>10}  {slowest_rank(p, nodes)}{_still_open(report, p)}")
         out.extend(_paint(_step_row(step), "dim", color) for step in p.steps)
-        gap = gaps.get(p.name)
-        if gap is not None:
+        for gap in gaps.get(p.name, []):
             out.append(_paint(_gap_row(gap), "warning", color))
+            out.extend(_paint(_step_row(step), "dim", color) for step in gap.steps)
     return out
 
 
@@ -161,6 +164,8 @@ def _still_open(report: Report, p: PhaseReport) -> str:
 def _gap_row(gap: UnaccountedReport) -> str:
     where = f"lines {gap.first_line}-{gap.last_line}" if gap.first_line and gap.last_line else ""
     label = "(between phases)" if gap.before is not None else "(no phase since)"
+    if gap.holds == "draft_model":
+        label = "(draft model)"
     return f"  {label:<20} {gap.start.replace('T', ' '):<20} {fmt_duration(gap.duration_s):>10}  {where}"
 
 

@@ -450,6 +450,8 @@ class PhaseMachine:
             self._enter(run, track, phase, role, event.ts, event.line)
             if phase is Phase.READY:
                 track.close(phase, event.ts, event.line)  # ready is a moment
+        elif role is MarkerRole.BEGIN and track.phase is not None and phase.order < track.phase.order:
+            track.second_model()
         elif phase is track.phase and phase is not Phase.READY and role is not MarkerRole.WEAK:
             # another capture (piecewise, draft, prefill) or a second pool after the first ended:
             # the phase goes on until its last end marker (weak evidence is printed later too)

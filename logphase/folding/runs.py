@@ -86,6 +86,9 @@ class Track:
     spans: dict[Phase, Span] = field(default_factory=dict)
     # the first lines of the phases an earlier pass entered, dropped when the rank went back (back_to)
     earlier: dict[Phase, int] = field(default_factory=dict)
+    # a second model's set-up followed the first's (a draft model, after the target's capture): the phase
+    # the rank was in and where the first model's part of it ended (time, line)
+    first_model: tuple[Phase, str | None, int] | None = None
 
     def enter(self, phase: Phase, ts: str | None, line: int, lower_bound: bool = False) -> None:
         if self.phase is not None and self.phase in self.spans:
@@ -103,6 +106,14 @@ class Track:
             del self.spans[later]
         self.phase = phase
         self.reopen(phase)
+
+    def second_model(self) -> None:
+        """The rank begins an earlier phase again after its phase ended: a second model's set-up (a
+        draft model's load, pool and capture) follows the first's. The rank stays in its phase (phases
+        only move forwards); where the first model's part of it ended is kept, once."""
+        span = self.spans.get(self.phase) if self.phase is not None else None
+        if self.first_model is None and self.phase is not None and span is not None and span.end_line is not None:
+            self.first_model = (self.phase, span.end, span.end_line)
 
     def reopen(self, phase: Phase) -> None:
         span = self.spans[phase]

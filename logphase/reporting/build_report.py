@@ -15,7 +15,7 @@ from logphase.diagnosing.diagnosis import Severity, hint_server, named_rank, sta
 from logphase.diagnosing.hints import hint
 from logphase.folding.facts import SCHEDULER_KEYS
 from logphase.folding.machine import KEEP_RUNS, PhaseMachine
-from logphase.folding.runs import Incident, Run, Span, StepSeen, duration_between, seconds_between
+from logphase.folding.runs import Incident, Run, Span, StepSeen, Track, duration_between, seconds_between
 from logphase.packs import PACKS, pack_named
 from logphase.packs.rows import Pack
 from logphase.recognising.detect import DEFAULT_SERVER, run_server
@@ -80,7 +80,7 @@ def build_report(
     pack = speaking_of(server)
     warnings = _warnings(machine, run, pack, expect or {}, truncated_line if is_last else None, input_complete or not is_last)
     warnings.extend(_input_warnings(lines, since, pack))
-    phases = _phases(run, failure, failed_at)
+    phases, draft = _phases(run, failure, failed_at)
     total, unknown = _total(run, end_ts, phases, outcome)
     return Report(
         source=source,
@@ -89,7 +89,7 @@ def build_report(
         outcome=outcome,
         phase=phase,
         phases=phases,
-        unaccounted=_unaccounted(phases, None if ready else end_ts, run, failure),
+        unaccounted=_with_draft(_unaccounted(phases, None if ready else end_ts, run, failure), draft),
         total_startup_s=total,
         total_unknown=unknown,
         ranks=ranks,
@@ -436,12 +436,17 @@ class _PhaseSpans:
         return start, max(self.ends)[0] if self.ends else None, max(self.end_lines) if self.end_lines else None
 
 
-def _phases(run: Run, failure: FailureReport | None, failed_at: str | None) -> list[PhaseReport]:
+def _phases(
+    run: Run, failure: FailureReport | None, failed_at: str | None
+) -> tuple[list[PhaseReport], UnaccountedReport | None]:
+    """The phases, and the draft model's set-up after the phase its target's part of ended, if any."""
     gathered = {phase: _gather(run, phase) for phase in PHASE_ORDER}
     present = [phase for phase, spans in gathered.items() if spans.first_lines]
     listed = _listed_steps(run, present)
+    drafted = _draft_rows(run, listed)
     out = [_phase_report(run, phase, gathered[phase], failure, failed_at, listed.get(phase, [])) for phase in present]
-    return _quiet_steps_dropped(_parts_summed(_steps_inside(out, listed), listed), listed)
+    phases = _quiet_steps_dropped(_parts_summed(_steps_inside(out, listed), listed), listed)
+    return phases, _draft_setup(run, phases, drafted, failure, failed_at)
 
 
 def _gather(run: Run, phase: Phase) -> _PhaseSpans:
@@ -450,7 +455,7 @@ def _gather(run: Run, phase: Phase) -> _PhaseSpans:
     for rank, track in run.tracks.items():
         span = track.spans.get(phase)
         if span is not None:
-            spans.add(rank, span, ranked)
+            spans.add(rank, _first_model_part(track, phase, span), ranked)
     if spans.first_lines and phase is Phase.LAUNCH:
         # launch begins with the run
         spans.first_lines.append(run.start_line)
@@ -470,6 +475,8 @@ def _phase_report(
             end, last_line = work
     duration = duration_between(start, end if end is not None else run.last_ts)
     bar = run.bars.get(phase)
+    if bar is not None and last_line is not None and bar.line > last_line and _draft_lines(run):
+        bar = None  # the draft model's bar, drawn after the target's part of the phase ended
     if bar is not None and end is None and bar.elapsed_s is not None and (duration is None or bar.elapsed_s > duration):
         # a silent phase: its bar has been counting while no line carried a time
         duration = bar.elapsed_s
@@ -632,6 +639,88 @@ def _rank_measures(ranks: dict[str, RankSpan], run: Run, phase: Phase) -> None:
         span = ranks.get(seen.rank or "")
         if seen.step.phase is phase and seen.step.whole and span is not None:
             ranks[seen.rank or ""] = span.model_copy(update={"duration_s": seen.seconds})
+def _first_model_part(track: Track, phase: Phase, span: Span) -> Span:
+    """A rank's stay in ``phase`` as the phase counts it: up to where its first model's part ended when
+    a second model's set-up followed (a draft model's load, pool and captures are not the target's
+    capture: the report lists them after it, ``holds: draft_model``)."""
+    if track.first_model is None or track.first_model[0] is not phase:
+        return span
+    _, end, end_line = track.first_model
+    return Span(span.start, span.start_line, end, end_line, lower_bound=span.lower_bound, shown_line=span.shown_line)
+
+
+def _draft_lines(run: Run) -> dict[str | None, int]:
+    """Per rank, the line its first model's part of a phase ended on, when a second model's set-up followed."""
+    return {rank: t.first_model[2] for rank, t in run.tracks.items() if t.first_model is not None}
+
+
+def _draft_rows(run: Run, listed: dict[Phase, list[_Listed]]) -> list[StepReport]:
+    """The steps the draft model's set-up printed (its weight load, its captures), taken out of the phase
+    they were listed under: those its rank printed after its first model's part of the phase ended."""
+    ended = _draft_lines(run)
+    if not ended:
+        return []
+    phases = {t.first_model[0] for t in run.tracks.values() if t.first_model is not None}
+    latest = max(ended.values())
+    out: list[StepReport] = []
+    for phase in phases:
+        rows = listed.get(phase, [])
+        kept = [row for row in rows if row.report.line <= ended.get(row.report.rank, latest)]
+        out.extend(row.report for row in rows if row not in kept)
+        listed[phase] = kept
+    return sorted(out, key=lambda step: step.line)
+
+
+def _draft_setup(
+    run: Run, phases: list[PhaseReport], steps: list[StepReport], failure: FailureReport | None, failed_at: str | None
+) -> UnaccountedReport | None:
+    """The draft model's set-up: from where the target's part of the phase ended to the draft's last end
+    line (the phase's own end had no second model followed); to the failure or the last time while a
+    rank is still in it."""
+    firsts = [(rank, t) for rank, t in run.tracks.items() if t.first_model is not None]
+    if not firsts:
+        return None
+    phase = firsts[0][1].first_model[0] if firsts[0][1].first_model is not None else None
+    report = next((p for p in phases if p.name is phase), None)
+    if phase is None or report is None or report.end is None:
+        return None
+    spans = [t.spans[phase] for _, t in firsts if phase in t.spans]
+    if any(span.end_line is None for span in spans) or not spans:
+        end, last_line = (failed_at, failure.line) if failure is not None else (run.last_ts, run.last_line)
+    else:
+        end, last_line = max((span.end or "", span.end_line or 0) for span in spans)
+    later = next((p.name for p in phases if p.name.order > phase.order), None)
+    return UnaccountedReport(
+        after=phase,
+        before=later,
+        start=report.end,
+        end=end or report.end,
+        duration_s=duration_between(report.end, end) or 0.0,
+        first_line=report.last_line,
+        last_line=last_line or None,
+        holds="draft_model",
+        steps=steps,
+    )
+
+
+def _with_draft(gaps: list[UnaccountedReport], draft: UnaccountedReport | None) -> list[UnaccountedReport]:
+    """The time between phases with the draft model's set-up in it: the gap after the target's part of
+    the phase is the draft's, and what is left of it after the draft's last line a gap of its own."""
+    if draft is None:
+        return gaps
+    out: list[UnaccountedReport] = []
+    for gap in gaps:
+        if gap.after is not draft.after or not gap.start <= draft.start < gap.end:
+            out.append(gap)
+            continue
+        left = seconds_between(draft.end, gap.end)
+        if left is not None and left > UNACCOUNTED_MIN_S:
+            rest = {"start": draft.end, "duration_s": left, "first_line": draft.last_line}
+            out.append(gap.model_copy(update=rest))
+    out.append(draft)
+    return sorted(out, key=lambda gap: (gap.start, gap.holds is None))
+
+
 def _first_work(run: Run) -> tuple[str, int] | None:
     """When and where the first phase after launch began, on any track."""
     later = [

@@ -153,6 +153,27 @@ class UnaccountedReport(BaseModel):
     duration_s: float = Field(description="end - start")
     first_line: int | None = Field(description="the line that ends the earlier phase")
     last_line: int | None = Field(description="the line that starts the later phase, or the failure's or last line")
+    holds: Literal["draft_model"] | None = Field(
+        default=None,
+        description="what the server did then, when its lines say: draft_model, a second model's set-up (a speculative "
+        "decoding draft model's load, pool and captures, after the target's capture): from the end of the target's part "
+        "of the phase before to the draft's last end line; absent otherwise",
+    )
+    steps: list[StepReport] = Field(
+        default_factory=list,
+        description="the durations the server measured itself within this stretch (the draft model's load and "
+        "captures), as a phase's steps; absent when there are none",
+    )
+
+    @model_serializer(mode="wrap")
+    def _holds_when_known(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """No holds or steps key for plain time between phases: reports without them stay as they were."""
+        data: dict[str, Any] = handler(self)
+        if self.holds is None:
+            data.pop("holds", None)
+        if not self.steps:
+            data.pop("steps", None)
+        return data
 
 
 class Consequence(BaseModel):

@@ -193,7 +193,8 @@ def _draw_gaps(svg: Svg, frame: _Frame) -> None:
         ry = frame.tops[0] + (ROW_H - BAR_H) / 2
         lines = f", lines {gap.first_line}-{gap.last_line}" if gap.first_line and gap.last_line else ""
         then = f"and {gap.before.value}" if gap.before is not None else "and the end of the run, no phase since"
-        title = f"{fmt_duration(gap.duration_s)} between {gap.after.value} {then}, in no phase{lines}"
+        what = "the draft model's set-up" if gap.holds == "draft_model" else "in no phase"
+        title = f"{fmt_duration(gap.duration_s)} between {gap.after.value} {then}, {what}{lines}"
         svg.rect(gx0, ry, max(gx1 - gx0, 2.0), BAR_H, fill="url(#lp-gap)", stroke="#9aa0a6", stroke_width="1",
                  stroke_dasharray="3 2", rx="2", class_="lp-gap", title=title)  # fmt: skip
         label = f"? {fmt_duration(gap.duration_s)}"

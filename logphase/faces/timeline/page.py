@@ -25,7 +25,7 @@ from logphase.faces.timeline.style import (
     text_width,
 )
 from logphase.faces.wording import clip, clock_time, fmt_duration, headline, plural
-from logphase.reporting.report import FailureReport, PhaseReport, Report
+from logphase.reporting.report import FailureReport, PhaseReport, Report, UnaccountedReport
 from logphase.vocabulary.phases import PHASE_ORDER, Phase
 
 # -- the text around the chart ---------------------------------------------------------------------
@@ -74,15 +74,16 @@ def _phase_rows(report: Report, tl: Timeline, nodes: Mapping[str, str] | None = 
     """Each phase of the report, followed by the time after it that no phase accounts for; then the
     phases the report lacks."""
     out: list[PhaseRow] = []
-    gaps = {g.after: g for g in report.unaccounted}
+    gaps: dict[Phase, list[UnaccountedReport]] = {}
+    for g in report.unaccounted:
+        gaps.setdefault(g.after, []).append(g)
     avail = report.memory.avail_gb
     for p in report.phases:
         start = p.start.split("T")[-1] if p.start else "no timestamp"
         slowest = slowest_rank(p, nodes, len(report.ranks))
         duration = fmt_duration(p.duration_s) + _phase_state(report, p)
         out.append((p.name, start, _since_launch(tl, p.start), duration, slowest, _free_memory(avail, p.name)))
-        gap = gaps.get(p.name)
-        if gap is not None:
+        for gap in gaps.get(p.name, []):
             lines = f"lines {gap.first_line}–{gap.last_line}" if gap.first_line and gap.last_line else ""
             out.append((None, gap.start.split("T")[-1], "", fmt_duration(gap.duration_s), lines, ""))
     return out + _missing_phase_rows(report)
