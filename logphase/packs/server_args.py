@@ -317,6 +317,8 @@ class _Walk:
             or _CONST_START.match(name)
             or self.source[end : end + 1] != "("
             or (node.args and node.keywords)
+            # P(Q()): after a call's '(' the grammar's lexer takes Q for a keyword's NAME, and fails
+            or (node.args and type(node.args[0]) is ast.Call)
         ):
             raise _Unknown
         self.parens += 1
