@@ -15,6 +15,7 @@ from logphase.packs.grammars import open_parser
 
 if TYPE_CHECKING:
     from lark import Lark
+from logphase.vocabulary.errors import LogphaseError
 from logphase.vocabulary.redact import redact_args
 
 ArgsFormat = Literal["call", "dict", "unparsed"]
@@ -176,8 +177,8 @@ def _too_deep(text: str) -> bool:
     return _INNERMOST.search(rest) is not None
 
 
-class _Unknown(Exception):
-    """A node or text the fast reading does not know: the grammar decides."""
+class _Unknown(LogphaseError):
+    """A node or text the fast reading does not know: the grammar decides (never leaves read_fast)."""
 
 
 def read_fast(text: str) -> dict[str, Any] | None:
