@@ -32,7 +32,7 @@ from logphase.packs.rows import (
 )
 from logphase.vocabulary import events as ev
 from logphase.vocabulary.causes import Cause, SignatureRole
-from logphase.vocabulary.phases import MarkerRole, Phase, Transition
+from logphase.vocabulary.phases import SERVING_PHASES, STARTUP_PHASES, MarkerRole, Phase, Transition
 from logphase.vocabulary.values import gigabytes, integer, number
 
 _LAUNCH_LEVEL = t(Phase.LAUNCH, EVIDENCE, server_level=True)
@@ -360,9 +360,6 @@ _SIGNATURES: tuple[Signature, ...] = (
     ),
 )
 
-_SERVING = frozenset({Phase.READY, Phase.WARMUP})
-# the start-up phases, and no phase at all (a failure before any marker)
-_STARTUP: frozenset[Phase | None] = frozenset({*Phase, None}) - _SERVING
 
 # What to change, by cause and phase (diagnosing/hints.py: a row that needs a value goes first, then
 # a row for the phase, then the cause's general row); ``{mfs_text}`` and the others come from the log
@@ -371,13 +368,13 @@ _HINTS: tuple[Hint, ...] = (
         Cause.KV_CACHE_INSUFFICIENT_MEMORY,
         "The KV cache ran out while serving: lower --max-running-requests or --chunked-prefill-size, or "
         "raise --mem-fraction-static{mfs_text}; if token usage was low, suspect a leak (update SGLang).",
-        _SERVING,
+        SERVING_PHASES,
     ),
     Hint(
         Cause.KV_CACHE_INSUFFICIENT_MEMORY,
         "The KV cache did not fit: raise --mem-fraction-static above {minimum}{mfs_text}, "
         "or use a smaller --context-length / more GPUs (--tp).",
-        _STARTUP,
+        STARTUP_PHASES,
         needs=("minimum",),
     ),
     Hint(
@@ -401,7 +398,7 @@ _HINTS: tuple[Hint, ...] = (
         Cause.CUDA_OOM,
         "Out of memory while serving: lower --mem-fraction-static{mfs_text}, --max-running-requests or "
         "--chunked-prefill-size, so activations have room next to the KV cache.",
-        _SERVING,
+        SERVING_PHASES,
     ),
     Hint(Cause.CUDA_OOM, "CUDA out of memory: lower --mem-fraction-static{mfs_text} or free GPU memory held by other processes."),
     Hint(

@@ -29,7 +29,7 @@ from logphase.packs import builders as b
 from logphase.packs.rows import BEGIN, EVIDENCE, Hint, M, Message, Pack, ServerFunction, Signature, Step, W, t
 from logphase.vocabulary import events as ev
 from logphase.vocabulary.causes import Cause, SignatureRole
-from logphase.vocabulary.phases import MarkerRole, Phase, Transition
+from logphase.vocabulary.phases import SERVING_PHASES, STARTUP_PHASES, MarkerRole, Phase, Transition
 from logphase.vocabulary.values import gigabytes, integer, number
 
 _G = "trtllm"
@@ -158,8 +158,6 @@ _SIGNATURES: tuple[Signature, ...] = (
     ),
 )
 
-_SERVING_PHASES = frozenset({Phase.READY, Phase.WARMUP})
-_STARTUP: frozenset[Phase | None] = frozenset({*Phase, None}) - _SERVING_PHASES
 
 # What to change, by cause and phase, in TensorRT-LLM's flags (trtllm-serve's, the LLM API's names)
 _HINTS: tuple[Hint, ...] = (
@@ -167,9 +165,9 @@ _HINTS: tuple[Hint, ...] = (
         Cause.KV_CACHE_INSUFFICIENT_MEMORY,
         "The KV cache ran out while serving: lower --max_batch_size or --max_num_tokens, or give the cache "
         "more memory (--kv_cache_free_gpu_memory_fraction up, when nothing else needs it).",
-        _SERVING_PHASES,
+        SERVING_PHASES,
     ),
-    Hint(Cause.KV_CACHE_INSUFFICIENT_MEMORY, _KV_HINT, _STARTUP),
+    Hint(Cause.KV_CACHE_INSUFFICIENT_MEMORY, _KV_HINT, STARTUP_PHASES),
     Hint(
         Cause.CUDA_OOM,
         "Out of memory while warming up CUDA graphs or the autotuner: lower --kv_cache_free_gpu_memory_fraction "
@@ -193,7 +191,7 @@ _HINTS: tuple[Hint, ...] = (
         "NCCL could not set up the communicators of the ranks: rerun with NCCL_DEBUG=INFO to see why; check that "
         "--tp_size x --pp_size matches the GPUs (and MPI ranks) started, the network interface (NCCL_SOCKET_IFNAME), "
         "shared memory in containers (--ipc=host, --shm-size), and try NCCL_P2P_DISABLE=1.",
-        _STARTUP,
+        STARTUP_PHASES,
     ),
     Hint(
         Cause.NCCL_ERROR,

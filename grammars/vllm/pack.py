@@ -40,7 +40,7 @@ from logphase.packs.rows import (
 )
 from logphase.vocabulary import events as ev
 from logphase.vocabulary.causes import Cause, SignatureRole
-from logphase.vocabulary.phases import MarkerRole, Phase, Transition
+from logphase.vocabulary.phases import SERVING_PHASES, STARTUP_PHASES, MarkerRole, Phase, Transition
 from logphase.vocabulary.values import gigabytes, number
 
 _G = "vllm"
@@ -211,8 +211,6 @@ _SIGNATURES: tuple[Signature, ...] = (
     ),
 )
 
-_SERVING_PHASES = frozenset({Phase.READY, Phase.WARMUP})
-_STARTUP: frozenset[Phase | None] = frozenset({*Phase, None}) - _SERVING_PHASES
 
 # What to change, by cause and phase, in vLLM's flags ({gmu_text}: the --gpu-memory-utilization in use)
 _HINTS: tuple[Hint, ...] = (
@@ -220,14 +218,14 @@ _HINTS: tuple[Hint, ...] = (
         Cause.KV_CACHE_INSUFFICIENT_MEMORY,
         "The KV cache ran out while serving: lower --max-num-seqs or --max-num-batched-tokens, or raise "
         "--gpu-memory-utilization{gmu_text}.",
-        _SERVING_PHASES,
+        SERVING_PHASES,
     ),
     Hint(
         Cause.KV_CACHE_INSUFFICIENT_MEMORY,
         "No room for the KV cache after the weights and the profiling run: raise --gpu-memory-utilization{gmu_text} "
         "(e.g. 0.95), lower --max-model-len{max_len_text}, add GPUs with --tensor-parallel-size, or --enforce-eager "
         "to leave the CUDA-graph memory to the cache.",
-        _STARTUP,
+        STARTUP_PHASES,
     ),
     Hint(
         Cause.GPU_MEMORY_OCCUPIED,
@@ -257,7 +255,7 @@ _HINTS: tuple[Hint, ...] = (
         Cause.CUDA_OOM,
         "Out of memory while serving: lower --gpu-memory-utilization{gmu_text} or --max-num-seqs{seqs_text}, so "
         "activations have room next to the KV cache.",
-        _SERVING_PHASES,
+        SERVING_PHASES,
     ),
     Hint(
         Cause.CUDA_OOM,

@@ -133,10 +133,7 @@ class PhaseReport(BaseModel):
     @model_serializer(mode="wrap")
     def _steps_when_printed(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         """No steps key for a phase without steps: reports without them stay as they were."""
-        data: dict[str, Any] = handler(self)
-        if not self.steps:
-            data.pop("steps", None)
-        return data
+        return _without(handler(self), steps=not self.steps)
 
 
 class UnaccountedReport(BaseModel):
@@ -168,12 +165,7 @@ class UnaccountedReport(BaseModel):
     @model_serializer(mode="wrap")
     def _holds_when_known(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         """No holds or steps key for plain time between phases: reports without them stay as they were."""
-        data: dict[str, Any] = handler(self)
-        if self.holds is None:
-            data.pop("holds", None)
-        if not self.steps:
-            data.pop("steps", None)
-        return data
+        return _without(handler(self), holds=self.holds is None, steps=not self.steps)
 
 
 class Consequence(BaseModel):
@@ -356,10 +348,16 @@ class Report(BaseModel):
     def _reason_when_unknown(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         """No total_unknown key while the total is given: a report with its total reads as it did
         before the key was added (schema_version 2, an optional field)."""
-        data: dict[str, Any] = handler(self)
-        if self.total_unknown is None:
-            data.pop("total_unknown", None)
-        return data
+        return _without(handler(self), total_unknown=self.total_unknown is None)
+
+
+def _without(data: dict[str, Any], **absent: bool) -> dict[str, Any]:
+    """``data`` without the optional keys marked absent: a report without them serialises as it did
+    before they were added (schema_version 2)."""
+    for key, gone in absent.items():
+        if gone:
+            data.pop(key, None)
+    return data
 
 
 def resolve_rank(name: str | None, ranks: Iterable[str]) -> str | None:

@@ -42,6 +42,12 @@ def later_phase(first: Phase | None, second: Phase | None) -> Phase | None:
     return first if first.order >= second.order else second
 
 
+# the phases of a server that is up (a hint for serving), and the start-up's, with no phase at all (a
+# failure before any marker): the phase sets the packs' hints are given for
+SERVING_PHASES: frozenset[Phase | None] = frozenset({Phase.READY, Phase.WARMUP})
+STARTUP_PHASES: frozenset[Phase | None] = frozenset({*Phase, None}) - SERVING_PHASES
+
+
 class MarkerRole(str, Enum):
     BEGIN = "begin"  # the phase's own start marker: enters it; on a finished run, starts a new run
     EVIDENCE = "evidence"  # a line only this phase prints: enters it
