@@ -21,9 +21,9 @@ from logphase.faces.exit_codes import EXIT_INTERRUPTED, EXIT_OUTPUT_CLOSED, EXIT
 def commands() -> tuple[ModuleType, ...]:
     """The commands, in the order `logphase --help` lists them (imported when the parser is built:
     `logphase probe` runs without them)."""
-    from logphase.faces.commands import check, compare, follow, lnav_format, parse, probe, report, schema
+    from logphase.faces.commands import check, compare, follow, grafana_dashboard, lnav_format, parse, probe, report, schema
 
-    return (parse, follow, check, compare, report, schema, probe, lnav_format)
+    return (parse, follow, check, compare, report, schema, probe, lnav_format, grafana_dashboard)
 
 
 class OneLineParser(argparse.ArgumentParser):

@@ -32,6 +32,19 @@ RANK_CAP = 256  # per-rank series when the run's world size is not known
 IDLE_TIMEOUT_S = 10.0  # a scrape takes milliseconds; a connection silent this long is dropped
 DEFAULT_HOST = "127.0.0.1"  # this machine only: the page names the log and the model
 
+# The metric names, said once: the collector serves them and the Grafana dashboard
+# (faces/fleet/grafana.py) queries them, so a renamed metric renames the dashboard's queries too.
+METRIC_INFO = "logphase"  # an info family: served with the suffix _info, logphase_info
+METRIC_PHASE = "logphase_phase"
+METRIC_OUTCOME = "logphase_outcome"
+METRIC_PHASE_DURATION = "logphase_phase_duration_seconds"
+METRIC_SINCE_LAST_LINE = "logphase_seconds_since_last_line"
+METRIC_FAILURE = "logphase_failure"
+METRIC_FAILED_WHILE_SERVING = "logphase_failed_while_serving"
+METRIC_STARTUP = "logphase_startup_seconds"
+METRIC_GPU_FREE = "logphase_gpu_free_bytes"
+METRIC_RANKS_OMITTED = "logphase_ranks_omitted"
+
 
 class ReportCollector:
     """A prometheus_client collector over ``current()``: (the latest report or None, the monotonic
@@ -62,7 +75,7 @@ def _gauge(name: str, documentation: str, labels: tuple[str, ...] = ()) -> Any:
 def _info(report: Report | None, version: str) -> Any:
     from prometheus_client.core import InfoMetricFamily
 
-    info = InfoMetricFamily("logphase", "logphase and the server it follows", labels=("version", "source", "model", "tp"))
+    info = InfoMetricFamily(METRIC_INFO, "logphase and the server it follows", labels=("version", "source", "model", "tp"))
     model = summary_setting(report.server, report.config, "model") if report is not None else None
     tp = summary_setting(report.server, report.config, "tp") if report is not None else None
     info.add_metric(
@@ -78,7 +91,7 @@ def _info(report: Report | None, version: str) -> Any:
 
 
 def _phase(report: Report | None) -> Any:
-    phase = _gauge("logphase_phase", "1 for the phase the server is in, 0 for the others", ("phase",))
+    phase = _gauge(METRIC_PHASE, "1 for the phase the server is in, 0 for the others", ("phase",))
     current = report.phase if report is not None else None
     for p in PHASE_ORDER:
         phase.add_metric([p.value], 1.0 if p is current else 0.0)
@@ -86,7 +99,7 @@ def _phase(report: Report | None) -> Any:
 
 
 def _outcome(report: Report | None) -> Any:
-    outcome = _gauge("logphase_outcome", "1 for the current outcome, 0 for the others", ("outcome",))
+    outcome = _gauge(METRIC_OUTCOME, "1 for the current outcome, 0 for the others", ("outcome",))
     for o in OUTCOMES:
         outcome.add_metric([o], 1.0 if report is not None and report.outcome == o else 0.0)
     return outcome
@@ -94,7 +107,7 @@ def _outcome(report: Report | None) -> Any:
 
 def _phase_durations(report: Report | None) -> Any:
     durations = _gauge(
-        "logphase_phase_duration_seconds",
+        METRIC_PHASE_DURATION,
         "each phase entered, first rank in to last rank out (so far, if open)",
         ("phase",),
     )
@@ -109,20 +122,20 @@ _REPORT_FAMILIES: tuple[Callable[[Report | None], Any], ...] = (_phase, _outcome
 
 
 def _since_last_line(last_input: float | None) -> Any:
-    since = _gauge("logphase_seconds_since_last_line", "seconds since the log last grew (a stall when large)")
+    since = _gauge(METRIC_SINCE_LAST_LINE, "seconds since the log last grew (a stall when large)")
     if last_input is not None:
         since.add_metric([], max(0.0, time.monotonic() - last_input))
     return since
 
 
 def _failure_families(report: Report | None) -> Iterator[Any]:
-    failure = _gauge("logphase_failure", "1 for the root cause once the start-up failed", ("cause", "phase"))
+    failure = _gauge(METRIC_FAILURE, "1 for the root cause once the start-up failed", ("cause", "phase"))
     f = report.failure if report is not None else None
     if f is not None:
         failure.add_metric([f.cause.value, f.phase.value if f.phase else ""], 1.0)
     yield failure
     serving = _gauge(
-        "logphase_failed_while_serving",
+        METRIC_FAILED_WHILE_SERVING,
         "1 once the server failed while serving: its start-up succeeded (logphase_startup_seconds is launch to ready)",
     )
     serving.add_metric([], 1.0 if f is not None and f.while_serving else 0.0)
@@ -130,7 +143,7 @@ def _failure_families(report: Report | None) -> Iterator[Any]:
 
 
 def _startup_seconds(report: Report | None) -> Any:
-    total = _gauge("logphase_startup_seconds", "launch to ready (or to the failure), once known")
+    total = _gauge(METRIC_STARTUP, "launch to ready (or to the failure), once known")
     if report is not None and report.outcome != "starting" and report.total_startup_s is not None:
         total.add_metric([], report.total_startup_s)
     return total
@@ -138,7 +151,7 @@ def _startup_seconds(report: Report | None) -> Any:
 
 def _per_rank_families(report: Report | None) -> Iterator[Any]:
     """Free memory per rank, bounded by the world size; what the bound leaves out, counted."""
-    free = _gauge("logphase_gpu_free_bytes", "free GPU memory per rank at its latest phase boundary", ("rank", "boundary"))
+    free = _gauge(METRIC_GPU_FREE, "free GPU memory per rank at its latest phase boundary", ("rank", "boundary"))
     per_rank = report.memory.avail_gb.items() if report is not None else []
     ranks = [(rank, readings) for rank, readings in per_rank if readings]
     cap = rank_cap(report.config if report is not None else {}, report.server if report is not None else None)
@@ -147,7 +160,7 @@ def _per_rank_families(report: Report | None) -> Iterator[Any]:
         free.add_metric([rank, boundary], gb * GIB)
     yield free
     omitted = _gauge(
-        "logphase_ranks_omitted",
+        METRIC_RANKS_OMITTED,
         "ranks left out of the per-rank series: beyond the run's world size (tp x pp x dp), or beyond "
         f"{RANK_CAP} when it is not known",
     )
@@ -252,4 +265,22 @@ def start(
     return server
 
 
-__all__ = ["DEFAULT_HOST", "IDLE_TIMEOUT_S", "RANK_CAP", "ReportCollector", "rank_cap", "serve", "start"]
+__all__ = [
+    "DEFAULT_HOST",
+    "IDLE_TIMEOUT_S",
+    "METRIC_FAILED_WHILE_SERVING",
+    "METRIC_FAILURE",
+    "METRIC_GPU_FREE",
+    "METRIC_INFO",
+    "METRIC_OUTCOME",
+    "METRIC_PHASE",
+    "METRIC_PHASE_DURATION",
+    "METRIC_RANKS_OMITTED",
+    "METRIC_SINCE_LAST_LINE",
+    "METRIC_STARTUP",
+    "RANK_CAP",
+    "ReportCollector",
+    "rank_cap",
+    "serve",
+    "start",
+]
