@@ -49,7 +49,7 @@ import re
 import subprocess
 import sys
 import zipfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -555,18 +555,22 @@ SERVER_ARGS_FILES = ("sglang/srt/server_args.py", "sglang/srt/arg_groups/fields/
 SGLANG_SETTERS = frozenset({"declare_resolution"})
 
 
+def wheel_classes(wheel: Path, patterns: Sequence[str]) -> Iterator[ast.ClassDef]:
+    """Every class defined in the wheel's files that match one of ``patterns`` (glob_match)."""
+    with zipfile.ZipFile(wheel) as z:
+        for name in z.namelist():
+            if any(glob_match(name, p) for p in patterns):
+                tree = ast.parse(z.read(name).decode("utf-8", "replace"))
+                yield from (node for node in ast.walk(tree) if isinstance(node, ast.ClassDef))
+
+
 def server_args_fields(wheel: Path) -> frozenset[str]:
     """The fields of ServerArgs in a release: the annotated names of its class (and of the field
     groups it is made of, 0.5.20+)."""
     out: set[str] = set()
-    with zipfile.ZipFile(wheel) as z:
-        for name in z.namelist():
-            if not any(glob_match(name, p) for p in SERVER_ARGS_FILES):
-                continue
-            tree = ast.parse(z.read(name).decode("utf-8", "replace"))
-            for cls in ast.walk(tree):
-                if isinstance(cls, ast.ClassDef) and cls.name != "PortArgs":
-                    out.update(s.target.id for s in cls.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name))
+    for cls in wheel_classes(wheel, SERVER_ARGS_FILES):
+        if cls.name != "PortArgs":
+            out.update(s.target.id for s in cls.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name))
     return frozenset(out)
 
 

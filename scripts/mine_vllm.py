@@ -53,13 +53,21 @@ import json
 import re
 import subprocess
 import sys
-import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import mine_sglang
-from mine_sglang import LEVELS, Miner, add_phases, glob_match, mine_files, version_key, write_function_table  # the shared walker
+from mine_sglang import (  # the shared walker
+    LEVELS,
+    Miner,
+    add_phases,
+    glob_match,
+    mine_files,
+    version_key,
+    wheel_classes,
+    write_function_table,
+)
 from vllm_phases import VLLM_PHASE_ROOTS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -373,14 +381,9 @@ def config_fields(wheel: Path) -> frozenset[str]:
     """The settings of a release: the fields of its engine arguments and compilation config (but
     those a user cannot pass, `field(init=False)`: what vLLM computes, `compilation_time`)."""
     out: set[str] = set()
-    with zipfile.ZipFile(wheel) as z:
-        for name in z.namelist():
-            if not any(glob_match(name, p) for p in CONFIG_FILES):
-                continue
-            tree = ast.parse(z.read(name).decode("utf-8", "replace"))
-            for cls in ast.walk(tree):
-                if isinstance(cls, ast.ClassDef) and cls.name in SETTING_CLASSES:
-                    out.update(_class_fields(cls))
+    for cls in wheel_classes(wheel, CONFIG_FILES):
+        if cls.name in SETTING_CLASSES:
+            out.update(_class_fields(cls))
     return frozenset(out)
 
 
