@@ -171,3 +171,13 @@ def test_a_cut_server_args_dump_is_not_handed_to_the_grammar(monkeypatch: pytest
     assert calls == [len(unreadable.split("] ", 1)[1].strip())]  # the cut dumps never, the unreadable one once
     assert report.runs == 6 and report.lines.overlong == 3
     assert report.config.get("tp_size") == 2 and report.config.get("model_path") == "m"
+
+
+def test_a_missing_dependency_is_one_line_not_a_traceback() -> None:
+    """Run from a checkout by a Python without what `pip install .` brings (no Lark): one line, exit 2."""
+    blocked = "import sys; sys.modules['lark'] = None; sys.argv = ['logphase', 'parse', 'fixtures/logs/kv_cache_insufficient.log']; "
+    code = blocked + "from logphase.faces.entry import command_line; command_line()"
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and "lark is not installed" in done.stderr and "Traceback" not in done.stderr

@@ -7,12 +7,24 @@ from __future__ import annotations
 import os
 import sys
 
+# what logphase runs on (pyproject.toml's dependencies): missing, the install is broken, not the input
+_RUNTIME_DEPENDENCIES = frozenset({"lark", "pydantic", "pydantic_core", "orjson"})
+
 
 def command_line() -> None:
     if sys.argv[1:2] != ["probe"]:
-        from logphase.faces.cli import entry_point
+        try:
+            from logphase.faces.cli import entry_point
 
-        entry_point()
+            entry_point()
+        except ModuleNotFoundError as exc:
+            missing = (exc.name or "").partition(".")[0]
+            if missing not in _RUNTIME_DEPENDENCIES:
+                raise
+            # run from a checkout with a Python that lacks what `pip install .` brings: one line
+            where = sys.executable
+            print(f"logphase: {missing} is not installed for {where}: install logphase with pip (pip install .)", file=sys.stderr)
+            sys.exit(2)
         return
     from logphase.faces.fleet import probe
 
